@@ -45,7 +45,8 @@ export interface InvocationContext {
 /** An activated version. @since 0.1.0 @category models */
 export interface ActivatedCode {
   readonly metadata: CodeToolMetadata
-  readonly invoke: (args: unknown, context: InvocationContext) => Promise<unknown>
+  /** Returns the result or a promise of it; rejects with what the tool threw. */
+  readonly invoke: (args: unknown, context: InvocationContext) => unknown
   /** Releases what activation holds (a warm child process, a module registration). Never rejects. */
   readonly dispose: () => Promise<void>
 }

@@ -1,0 +1,36 @@
+/**
+ * What the harness keeps of a thrown value: its type name and its message, or `null` when it
+ * cannot be formatted (a non-Error value, a throwing `message` getter or `toString`; ERR-12).
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 @category getters */
+export const errorType = (thrown: unknown): string => {
+  try {
+    if (typeof thrown === "object" && thrown !== null) {
+      const tag = (thrown as { _tag?: unknown })._tag
+      if (typeof tag === "string" && tag !== "") return tag
+      if (thrown instanceof Error) {
+        const name = thrown.name
+        if (typeof name === "string" && name !== "" && name !== "Error") return name
+        return thrown.constructor?.name || "Error"
+      }
+      return thrown.constructor?.name || "Object"
+    }
+    return thrown === null ? "null" : typeof thrown
+  } catch {
+    return "Unknown"
+  }
+}
+
+/** @since 0.1.0 @category getters */
+export const message = (thrown: unknown): string | null => {
+  if (!(thrown instanceof Error)) return null
+  try {
+    const text = thrown.message
+    return typeof text === "string" ? text : String(text)
+  } catch {
+    return null
+  }
+}
