@@ -106,6 +106,7 @@ export class InvalidToolRequest extends Schema.TaggedError<InvalidToolRequest>()
     "BaseToolNotManaged",
     "NoSource",
     "OffsetOutOfRange",
+    "OutOfRange",
     "UnknownPath"
   ),
   detail: Schema.String

@@ -51,3 +51,6 @@ export const output = (result: unknown): number | null => {
 
 /** @since 0.1.0 @category measuring */
 export const message = (text: string | null): number | null => text === null ? null : CodePoints.count(text, cap)
+
+/** Uncapped code points of a source file, as `inspect_tool` lists them (PKG-07). @since 0.1.0 @category measuring */
+export const sourceChars = (text: string): number => CodePoints.count(text)

@@ -1,0 +1,176 @@
+/**
+ * The eleven model-facing management tools (MGMT-01..29): the state-changing four answer only
+ * `{name, status}`; every query answers within the 8,000-code-point budget with exact paging.
+ * They read and change the harness through its application API, so there is one code path.
+ *
+ * @since 0.1.0
+ */
+import * as CodePoints from "./CodePoints.js"
+import { InvalidToolRequest, NameConflict, ToolNotFound } from "./HarnessError.js"
+import type { JitHarness } from "./JitHarness.js"
+import type { ProfileRecord } from "./JitHarnessProfile.js"
+import { type ManagementToolName, managementTools } from "./ManagementTools.js"
+import * as Paging from "./Paging.js"
+import * as ResponseBudget from "./ResponseBudget.js"
+import type { ToolRegistry, ManagementEntry } from "./ToolRegistry.js"
+import type { CreateToolRequest, UpdateToolRequest } from "./ToolRequest.js"
+import * as Validator from "./Validator.js"
+
+/** Catalog description previews (BUD-06). @since 0.1.0 @category constants */
+export const catalogPreviewChars = 200
+
+/** Definition description previews (BUD-07). @since 0.1.0 @category constants */
+export const definitionPreviewChars = 500
+
+interface NameArgs {
+  readonly name: string
+}
+
+interface PageArgs {
+  readonly offset?: number
+  readonly limit?: number
+  readonly max_chars?: number
+}
+
+const previewOf = (text: string, limit: number) => CodePoints.preview(text, limit).text
+
+const compactCall = (record: ProfileRecord): Record<string, unknown> => {
+  const call: Record<string, unknown> = {
+    call_id: record.call_id,
+    status: record.status,
+    duration_ms: Math.round(record.duration_ms * 1000) / 1000
+  }
+  if (record.input_chars !== null) call.input_chars = record.input_chars
+  if (record.output_chars !== null) call.output_chars = record.output_chars
+  if (record.caller_tool_name !== null) call.caller_tool_name = record.caller_tool_name
+  if (record.error_type !== null) call.error_type = record.error_type
+  return call
+}
+
+const userTool = (registry: ToolRegistry, name: string) => {
+  const entry = registry.get(name)
+  if (entry === undefined) throw new ToolNotFound({ name })
+  if (entry.origin === "management") throw new NameConflict({ name, reason: "Reserved" })
+  return entry
+}
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (harness: JitHarness): Array<ManagementEntry> => {
+  const registry = harness.registry
+
+  const handlers: Record<ManagementToolName, (args: never) => unknown> = {
+    create_tool: (args: CreateToolRequest) => harness.createTool(args),
+    update_tool: (args: UpdateToolRequest) => harness.updateTool(args),
+    unload_tool: ({ name }: NameArgs) => harness.unloadTool(name),
+    load_tool: ({ name }: NameArgs) => harness.loadTool(name),
+
+    list_tools: ({ limit = 20, offset = 0 }: PageArgs) =>
+      Paging.pageItems(harness.listTools(), offset, limit, (items, nextOffset) => ({
+        tools: items.map((item) => ({
+          name: item.name,
+          origin: item.origin,
+          state: item.state,
+          ...(item.description === null ? {} : { description: previewOf(item.description, catalogPreviewChars) })
+        })),
+        total: registry.entries.size - managementTools.length,
+        next_offset: nextOffset
+      })),
+
+    inspect_tool: ({ name }: NameArgs) => {
+      userTool(registry, name)
+      const definition = harness.definition(name)
+      const response: Record<string, unknown> = {
+        name,
+        origin: definition.origin,
+        state: definition.state
+      }
+      if (definition.description !== null) response.description = previewOf(definition.description, definitionPreviewChars)
+      if (definition.guidelines !== null) response.guidelines = previewOf(definition.guidelines, definitionPreviewChars)
+      if (definition.language !== undefined) response.language = definition.language
+      if (definition.entrypoint !== undefined) response.entrypoint = definition.entrypoint
+      if (definition.state !== "unbound") response.execution_mode = definition.execution_mode
+      if (definition.files !== undefined) response.files = definition.files
+      if (definition.parameters === null) return response
+      const withParameters = { ...response, parameters: definition.parameters }
+      if (ResponseBudget.fits(withParameters)) return withParameters
+      return {
+        ...response,
+        parameters_omitted: true,
+        parameters_chars: ResponseBudget.measure(definition.parameters)
+      }
+    },
+
+    read_tool_source: ({ max_chars = 2_000, name, offset = 0, path }: NameArgs & PageArgs & { readonly path?: string }) => {
+      const source = harness.source(name)
+      if (source.kind === "text") {
+        if (path !== undefined) {
+          throw new InvalidToolRequest({ name, reason: "UnknownPath", detail: `'${name}' is a text tool; it has no files` })
+        }
+        return Paging.page(Paging.pageable(source.markdown), offset, max_chars, (page) => ({ name, ...page }), name)
+      }
+      const file = path ?? source.entry_file
+      const text = source.files[file]
+      if (text === undefined) {
+        throw new InvalidToolRequest({
+          name,
+          reason: "UnknownPath",
+          detail: `'${name}' has no file ${file}; its files are ${Object.keys(source.files).join(", ")}`
+        })
+      }
+      return Paging.page(Paging.pageable(text), offset, max_chars, (page) => ({ name, path: file, ...page }), name)
+    },
+
+    read_tool_schema: ({ max_chars = 2_000, name, offset = 0 }: NameArgs & PageArgs) => {
+      userTool(registry, name)
+      const parameters = harness.definition(name).parameters
+      if (parameters === null) {
+        throw new InvalidToolRequest({ name, reason: "NoSource", detail: `base tool '${name}' is unbound; its schema is unknown` })
+      }
+      return Paging.page(Paging.pageable(JSON.stringify(parameters)), offset, max_chars, (page) => ({ name, ...page }), name)
+    },
+
+    inspect_tool_stats: ({ name }: NameArgs) => {
+      userTool(registry, name)
+      return harness.profileStats(name)
+    },
+
+    inspect_tool_calls: ({ limit = 5, name, offset = 0 }: NameArgs & PageArgs) => {
+      userTool(registry, name)
+      const records = harness.profiler.records(name)
+      return Paging.pageItems(records, offset, limit, (items, nextOffset) => ({
+        calls: items.map(compactCall),
+        total_calls: records.length,
+        next_offset: nextOffset
+      }))
+    },
+
+    inspect_tool_errors: ({ limit = 3, max_chars = 512, name, offset = 0 }: Partial<NameArgs> & PageArgs) => {
+      const records = harness.errors.records(name)
+      return Paging.pageItems(records, offset, limit, (items, nextOffset) => ({
+        errors: items.map((record) => {
+          const preview = record.message === null ? null : CodePoints.preview(record.message, max_chars)
+          return {
+            tool_name: record.tool_name,
+            error_type: record.error_type,
+            message: preview === null ? null : preview.text,
+            ...(record.message_truncated || preview?.truncated === true ? { message_truncated: true } : {}),
+            occurrences: record.occurrences,
+            last_call_id: record.last_call_id
+          }
+        }),
+        total_matches: records.length,
+        next_offset: nextOffset
+      }))
+    }
+  }
+
+  return managementTools.map((definition) => ({
+    origin: "management" as const,
+    name: definition.name,
+    validate: Validator.compile(definition.parameters, "draft-07"),
+    handler: handlers[definition.name as ManagementToolName] as (args: unknown) => unknown
+  }))
+}

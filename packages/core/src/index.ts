@@ -1,0 +1,35 @@
+/**
+ * @jitbox/core: the tool model and the harness in one process.
+ *
+ * Namespaces follow the module names; the names most programs need are also exported directly.
+ *
+ * @since 0.1.0
+ */
+export { JitHarness, type JitHarnessOptions, type CallOptions, type Middleware } from "./JitHarness.js"
+export { tool, ToolDefinition } from "./Tool.js"
+export { ToolExecutionMode, ToolOrigin as ToolOrigins, ToolCallStatus, type CodeLanguage } from "./ToolOrigin.js"
+export { ToolKind, type CreateToolRequest, type UpdateToolRequest, type ToolAck } from "./ToolRequest.js"
+export { InspectionToolExposure } from "./InspectionToolExposure.js"
+export { multimodal, MultimodalResult } from "./Measure.js"
+
+export * as CodePackage from "./CodePackage.js"
+export * as CodePoints from "./CodePoints.js"
+export * as CodeRunner from "./CodeRunner.js"
+export * as ContentId from "./ContentId.js"
+export * as ErrorCache from "./ErrorCache.js"
+export * as EventFeed from "./EventFeed.js"
+export * as Exposure from "./Exposure.js"
+export * as Guidance from "./Guidance.js"
+export * as Harness from "./Harness.js"
+export * as HarnessError from "./HarnessError.js"
+export * as JitHarnessProfile from "./JitHarnessProfile.js"
+export * as JitToolEvent from "./JitToolEvent.js"
+export * as JsonSchema from "./JsonSchema.js"
+export * as ManagementTools from "./ManagementTools.js"
+export * as Paging from "./Paging.js"
+export * as ParameterSchema from "./ParameterSchema.js"
+export * as Profiler from "./Profiler.js"
+export * as ResponseBudget from "./ResponseBudget.js"
+export * as TextReader from "./TextReader.js"
+export * as ToolErrorReport from "./ToolErrorReport.js"
+export * as TrustedCodeRunner from "./TrustedCodeRunner.js"
