@@ -1,0 +1,39 @@
+/**
+ * @since 0.1.0
+ */
+export * as CodeRunner from "./CodeRunner.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Exposure from "./Exposure.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Guidance from "./Guidance.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as HarnessError from "./HarnessError.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as InspectionToolExposure from "./InspectionToolExposure.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as JsonSchema from "./JsonSchema.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as ManagementTools from "./ManagementTools.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as ToolOrigin from "./ToolOrigin.js"
