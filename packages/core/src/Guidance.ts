@@ -39,9 +39,9 @@ const retention =
 const textTools = "Use a text tool by calling it to read its steps, then doing them with the available tools."
 
 const management =
-  "Management tool names are reserved and base tools cannot be replaced. Management calls run one at a time, after " +
-  "the response's other calls. create_tool, update_tool, unload_tool and load_tool return only name and status; " +
-  "list_tools, inspect_tool and other queries return at most 8,000 characters of JSON."
+  "Management tool names are reserved and cannot be unloaded; base tools cannot be replaced. Management calls run " +
+  "one at a time, after the response's other calls. create_tool, update_tool, unload_tool and load_tool return " +
+  "only name and status; list_tools, inspect_tool and other queries return at most 8,000 characters of JSON."
 
 const paging =
   "limit and max_chars are maxima, so follow next_offset until null. Pages are exact: join them in order; a changed " +

@@ -65,7 +65,7 @@ describe("Guidance", () => {
     })
 
     it("MGMT-13 reserves the management names and protects base tools", () => {
-      expect(block).toMatch(/Management tool names are reserved and base tools cannot be replaced/)
+      expect(block).toMatch(/Management tool names are reserved and cannot be unloaded; base tools cannot be replaced/)
     })
 
     it("MGMT-15 runs management calls serially after the other calls", () => {

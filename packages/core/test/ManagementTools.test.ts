@@ -1,4 +1,4 @@
-import Ajv from "ajv"
+import { Ajv, type ValidateFunction } from "ajv"
 import { describe, expect, it } from "vitest"
 import type { JsonSchema } from "../src/JsonSchema.js"
 import {
@@ -19,7 +19,9 @@ const inspectionTier = [
 ]
 
 const ajv = new Ajv({ strict: false })
-const validators = new Map(managementTools.map((tool) => [tool.name, ajv.compile(tool.parameters)]))
+const validators = new Map<string, ValidateFunction>(
+  managementTools.map((tool) => [tool.name, ajv.compile(tool.parameters)])
+)
 const accepts = (name: string, args: unknown): boolean => {
   const validate = validators.get(name)
   if (validate === undefined) throw new Error(`no validator for ${name}`)
