@@ -7,7 +7,7 @@
  */
 export { JitHarness, type JitHarnessOptions, type CallOptions, type Middleware } from "./JitHarness.js"
 export { tool, ToolDefinition } from "./Tool.js"
-export { ToolExecutionMode, ToolOrigin as ToolOrigins, ToolCallStatus, type CodeLanguage } from "./ToolOrigin.js"
+export { CodeLanguages, type CodeLanguage, ToolCallStatus, ToolExecutionMode, ToolOrigin } from "./ToolOrigin.js"
 export { ToolKind, type CreateToolRequest, type UpdateToolRequest, type ToolAck } from "./ToolRequest.js"
 export { InspectionToolExposure } from "./InspectionToolExposure.js"
 export { multimodal, MultimodalResult } from "./Measure.js"
