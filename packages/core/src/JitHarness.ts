@@ -147,6 +147,21 @@ const pageRange = (offset: number | undefined, limit: number | undefined, fallba
   return { offset: o, limit: l }
 }
 
+/** The context a handler runs in; `callTool` is built only when a handler asks for it. */
+class Invocation implements InvocationContext {
+  constructor(
+    private readonly harness: JitHarness,
+    readonly callId: string,
+    readonly toolName: string,
+    readonly depth: number,
+    readonly signal: AbortSignal | undefined
+  ) {}
+
+  get callTool(): (name: string, args?: unknown) => Promise<unknown> {
+    return (name, args = {}) => this.harness.callNested(this, name, args)
+  }
+}
+
 const abortedBy = <A>(pending: A | PromiseLike<A>, signal: AbortSignal): Promise<A> =>
   new Promise<A>((resolve, reject) => {
     const onAbort = () => reject(signal.reason)
@@ -257,13 +272,12 @@ export class JitHarness {
   }
 
   private context(callId: string, toolName: string, depth: number, signal: AbortSignal | undefined): InvocationContext {
-    return {
-      callId,
-      toolName,
-      depth,
-      signal,
-      callTool: (name: string, args: unknown = {}) => this.dispatch(name, args, this.nextCallId(), toolName, depth + 1, signal)
-    }
+    return new Invocation(this, callId, toolName, depth, signal)
+  }
+
+  /** @internal A nested call made by the invocation `parent`. */
+  callNested(parent: InvocationContext, name: string, args: unknown): Promise<unknown> {
+    return this.dispatch(name, args, this.nextCallId(), parent.toolName, parent.depth + 1, parent.signal)
   }
 
   private rejection(entry: Entry, depth: number): ToolRejected | undefined {

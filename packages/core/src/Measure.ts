@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import * as CodePoints from "./CodePoints.js"
+import * as JsonLength from "./JsonLength.js"
 import * as ResponseBudget from "./ResponseBudget.js"
 
 /** A result made of content blocks; only text blocks count as output characters (MEAS-03). @since 0.1.0 @category models */
@@ -25,14 +26,7 @@ export const multimodal = (blocks: MultimodalResult["blocks"]): MultimodalResult
 const cap = ResponseBudget.maxChars
 
 /** @since 0.1.0 @category measuring */
-export const input = (args: unknown): number | null => {
-  try {
-    const json = JSON.stringify(args)
-    return json === undefined ? null : json.length <= cap ? CodePoints.count(json) : CodePoints.count(json, cap)
-  } catch {
-    return null
-  }
-}
+export const input = (args: unknown): number | null => JsonLength.measure(args, cap)
 
 /** @since 0.1.0 @category measuring */
 export const output = (result: unknown): number | null => {
