@@ -24,6 +24,7 @@ import {
   ValidationError
 } from "./HarnessError.js"
 import { type InspectionToolExposure, InspectionToolExposure as Exposure } from "./InspectionToolExposure.js"
+import * as JitHarnessSnapshot from "./JitHarnessSnapshot.js"
 import type { JitHarnessProfile, ToolStats } from "./JitHarnessProfile.js"
 import type { JsonSchema } from "./JsonSchema.js"
 import * as ManagementHandlers from "./ManagementHandlers.js"
@@ -154,7 +155,8 @@ class Invocation implements InvocationContext {
     readonly callId: string,
     readonly toolName: string,
     readonly depth: number,
-    readonly signal: AbortSignal | undefined
+    readonly signal: AbortSignal | undefined,
+    readonly epoch: number
   ) {}
 
   get callTool(): (name: string, args?: unknown) => Promise<unknown> {
@@ -199,8 +201,15 @@ export class JitHarness {
   private seq = 0
   private mutations: Promise<unknown> = Promise.resolve()
   private released = false
+  private activation: Promise<void> | undefined
+  private attachedRequest: object | undefined
+  private requestBindings: Array<readonly [string, ToolDefinition | undefined]> = []
+  /** Increases when a request detaches; contexts of an older epoch are stale (LIFE-07). */
+  private epoch = 0
 
-  constructor(options: JitHarnessOptions = {}) {
+  constructor(snapshotOrOptions?: JitHarnessSnapshot.JitHarnessSnapshot | JitHarnessOptions, maybeOptions?: JitHarnessOptions) {
+    const snapshot = snapshotOrOptions !== undefined && "format_version" in snapshotOrOptions ? snapshotOrOptions : undefined
+    const options: JitHarnessOptions = snapshot === undefined ? (snapshotOrOptions as JitHarnessOptions | undefined) ?? {} : maybeOptions ?? {}
     this.sessionId = options.sessionId ?? "default"
     this.manageBaseTools = options.manageBaseTools ?? true
     this.maxCallDepth = positiveInteger("maxCallDepth", options.maxCallDepth, 32)
@@ -234,6 +243,118 @@ export class JitHarness {
     )
     for (const entry of ManagementHandlers.make(this)) this.registry.addManagement(entry)
     if (options.tools !== undefined) this.bindBaseTools(options.tools)
+    if (snapshot !== undefined) {
+      const activation = this.activate(snapshot)
+      this.activation = activation
+      activation.then(() => {
+        this.activation = undefined
+      }, () => undefined)
+    }
+  }
+
+  /**
+   * A harness activated from a snapshot (SNAP-13): resolves once every module ran, or rejects with
+   * a typed error and leaves nothing half-activated.
+   */
+  static async fromSnapshot(snapshot: JitHarnessSnapshot.JitHarnessSnapshot, options: JitHarnessOptions = {}): Promise<JitHarness> {
+    const harness = new JitHarness(snapshot, options)
+    await harness.ready
+    return harness
+  }
+
+  /** Resolves when snapshot activation is over (at once for a harness built without one). */
+  get ready(): Promise<void> {
+    return this.activation ?? Promise.resolve()
+  }
+
+  private async activate(snapshot: JitHarnessSnapshot.JitHarnessSnapshot): Promise<void> {
+    const fail = (detail: string) => new JitHarnessSnapshot.SnapshotError({ reason: "Activation", detail })
+    const seen = new Set<string>()
+    for (const name of [...snapshot.tools.map((t) => t.name), ...snapshot.text_tools.map((t) => t.name), ...snapshot.base_tools]) {
+      if (seen.has(name)) throw fail(`the name '${name}' appears twice`)
+      if (this.registry.get(name)?.origin === "management") throw fail(`'${name}' is a reserved management tool name`)
+      seen.add(name)
+    }
+    for (const name of snapshot.unloaded_tools) {
+      if (!seen.has(name)) throw fail(`unloaded_tools names '${name}', which is not in the snapshot`)
+    }
+    const built = await this.registry.restore(snapshot)
+    for (const name of snapshot.base_tools) if (this.registry.get(name) === undefined) this.registry.bindBase(name, undefined)
+    for (const entry of built) this.registry.entries.set(entry.name, entry)
+    for (const name of snapshot.unloaded_tools) this.registry.unloaded.add(name)
+  }
+
+  /** The toolbox as a snapshot: code and text tools, base names and unload marks (SNAP-06/07). */
+  snapshot(): JitHarnessSnapshot.JitHarnessSnapshot {
+    const tools: Array<JitHarnessSnapshot.CodeToolRecord> = []
+    const textTools: Array<JitHarnessSnapshot.TextToolRecord> = []
+    const baseTools: Array<string> = []
+    for (const entry of this.registry.entries.values()) {
+      if (entry.origin === "base") baseTools.push(entry.name)
+      else if (entry.origin === "text") {
+        textTools.push({ name: entry.name, description: entry.version.description, markdown: entry.version.body.text })
+      } else if (entry.origin === "code") {
+        const v = entry.version
+        const helpers = Object.fromEntries(Object.entries(v.files).filter(([path]) => path !== v.entryFile))
+        tools.push({
+          name: entry.name,
+          language: v.language,
+          entrypoint: v.entrypoint,
+          source: v.files[v.entryFile]!,
+          ...(Object.keys(helpers).length > 0 ? { files: helpers } : {}),
+          ...v.declared
+        })
+      }
+    }
+    return {
+      format_version: tools.some((tool) => tool.files !== undefined) ? 2 : 1,
+      tools,
+      text_tools: textTools,
+      base_tools: baseTools,
+      unloaded_tools: Array.from(this.registry.unloaded).filter((name) => this.registry.get(name) !== undefined).sort()
+    }
+  }
+
+  /** Saves the snapshot atomically; the parent directory must exist (SNAP-04/05). */
+  async save(path: string): Promise<void> {
+    await this.ready
+    await JitHarnessSnapshot.save(this.snapshot(), path)
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Request lifecycle (LIFE-01..05)
+
+  /** Whether a request is attached. */
+  get active(): boolean {
+    return this.attachedRequest !== undefined
+  }
+
+  /**
+   * Binds one request and its base tools. Attaching while a request is attached throws
+   * (LIFE-04); the request's tools stay bound until `detach`.
+   */
+  attach(request: object, tools?: BaseTools): void {
+    if (this.attachedRequest !== undefined) {
+      throw new InvalidToolRequest({ reason: "FieldNotAllowed", detail: "a request is already attached to this harness" })
+    }
+    this.attachedRequest = request
+    this.requestBindings = []
+    if (tools !== undefined) {
+      for (const [name, definition] of this.baseBindings(tools)) {
+        const previous = this.registry.get(name)
+        this.requestBindings.push([name, previous?.origin === "base" ? previous.binding : undefined])
+        this.registry.bindBase(name, definition)
+      }
+    }
+  }
+
+  /** Releases `request` and its bindings; detaching an older request is ignored (LIFE-05). */
+  detach(request: object): void {
+    if (this.attachedRequest !== request) return
+    this.attachedRequest = undefined
+    this.epoch++
+    for (const [name, previous] of this.requestBindings.reverse()) this.registry.bindBase(name, previous)
+    this.requestBindings = []
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -260,6 +381,9 @@ export class JitHarness {
     depth: number,
     signal: AbortSignal | undefined
   ): Promise<unknown> {
+    if (this.activation !== undefined) {
+      return this.activation.then(() => this.dispatch(name, args, callId, caller, depth, signal))
+    }
     const entry = this.registry.entries.get(name)
     if (entry === undefined) return Promise.reject(new ToolNotFound({ name }))
     if (this.middleware.length === 0) return this.attempt(entry, args, callId, caller, depth, signal)
@@ -272,11 +396,20 @@ export class JitHarness {
   }
 
   private context(callId: string, toolName: string, depth: number, signal: AbortSignal | undefined): InvocationContext {
-    return new Invocation(this, callId, toolName, depth, signal)
+    return new Invocation(this, callId, toolName, depth, signal, this.epoch)
   }
 
   /** @internal A nested call made by the invocation `parent`. */
-  callNested(parent: InvocationContext, name: string, args: unknown): Promise<unknown> {
+  callNested(parent: Invocation, name: string, args: unknown): Promise<unknown> {
+    if (parent.epoch !== this.epoch) {
+      return Promise.reject(
+        new ToolRejected({
+          name,
+          reason: "NoActiveInvocation",
+          detail: `'${parent.toolName}' called '${name}' through a context of a request that has ended`
+        })
+      )
+    }
     return this.dispatch(name, args, this.nextCallId(), parent.toolName, parent.depth + 1, parent.signal)
   }
 
@@ -471,7 +604,11 @@ export class JitHarness {
 
   /** Binds application base tools (BASE-02: later registrations are adopted before dispatch). */
   bindBaseTools(tools: BaseTools): void {
-    const pairs: Array<[string, ToolDefinition]> = Array.isArray(tools)
+    for (const [name, definition] of this.baseBindings(tools)) this.registry.bindBase(name, definition)
+  }
+
+  private baseBindings(tools: BaseTools): Array<[string, ToolDefinition]> {
+    return Array.isArray(tools)
       ? (tools as ReadonlyArray<ToolDefinition>).map((definition) => {
         if (!isToolDefinition(definition)) throw new ConfigError({ option: "tools", detail: "every base tool must come from tool(...)" })
         if (definition.name === undefined) throw new ConfigError({ option: "tools", detail: "a base tool in a list needs a name" })
@@ -481,7 +618,6 @@ export class JitHarness {
         if (!isToolDefinition(definition)) throw new ConfigError({ option: "tools", detail: `base tool '${name}' must come from tool(...)` })
         return [checkName(name), definition.name === name ? definition : definition.named(name)]
       })
-    for (const [name, definition] of pairs) this.registry.bindBase(name, definition)
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import * as CodePackage from "./CodePackage.js"
 import type { ActivatedCode, CodeRunnerShape } from "./CodeRunner.js"
 import { InvalidToolRequest, NameConflict, PackageError, ToolNotFound } from "./HarnessError.js"
 import type { JsonSchema } from "./JsonSchema.js"
+import type { JitHarnessSnapshot } from "./JitHarnessSnapshot.js"
 import * as Paging from "./Paging.js"
 import { checkContract, checkName, type ToolDefinition, type ToolHandler } from "./Tool.js"
 import type { ToolAck, ToolExample, CreateToolRequest, UpdateToolRequest } from "./ToolRequest.js"
@@ -270,6 +271,30 @@ export class ToolRegistry {
     return this.ack(entry)
   }
 
+  /**
+   * Activates every tool of a snapshot (unloaded ones too, UNL-15) without installing any: the
+   * caller installs them all at once, or none if one fails.
+   */
+  async restore(snapshot: JitHarnessSnapshot): Promise<Array<CodeEntry | TextEntry>> {
+    const built: Array<CodeEntry | TextEntry> = []
+    try {
+      for (const record of snapshot.tools) {
+        const entryFile = CodePackage.entryFile(record.language)
+        const files = CodePackage.check(record.name, record.language, { ...record.files, [entryFile]: record.source })
+        const declared = declaredOf(record)
+        const version = await this.codeVersion(record.name, record.language, record.entrypoint, files, declared, undefined)
+        built.push({ origin: "code", name: record.name, version })
+      }
+      for (const record of snapshot.text_tools) {
+        built.push({ origin: "text", name: record.name, version: this.textVersion(record.name, record.markdown, record.description) })
+      }
+      return built
+    } catch (cause) {
+      await Promise.all(built.map((entry) => entry.origin === "code" ? entry.version.dispose() : undefined))
+      throw cause
+    }
+  }
+
   /** A replaced version is disposed once its running invocations finish (UNL-08). */
   retire(version: CodeVersion): void {
     version.retired = true
@@ -371,7 +396,7 @@ export class ToolRegistry {
 const declaredOf = (request: {
   readonly description?: string | undefined
   readonly guidelines?: string | undefined
-  readonly parameters?: JsonSchema | undefined
+  readonly parameters?: { readonly [key: string]: unknown } | undefined
 }): CodeVersion["declared"] => ({
   ...(request.description === undefined ? {} : { description: request.description }),
   ...(request.guidelines === undefined ? {} : { guidelines: request.guidelines }),

@@ -1,0 +1,159 @@
+/**
+ * Snapshots (SNAP-01..20, D-17): the toolbox as JSON — code tools with their files, text tools,
+ * base tool names and unload marks — never measurements, errors, history or module state.
+ * Loading only validates (an effect Schema, errors name the field); activation is the harness's.
+ * Format 1 unless some tool has more than one file, then 2; a format-1 file without
+ * `text_tools` loads with none.
+ *
+ * @since 0.1.0
+ */
+import { randomBytes } from "node:crypto"
+import { open, readFile, rename, rm } from "node:fs/promises"
+import * as Path from "node:path"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+
+const Language = Schema.Literal("javascript", "typescript", "python", "bash")
+const Name = Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/))
+const Declared = {
+  description: Schema.optional(Schema.String),
+  guidelines: Schema.optional(Schema.String),
+  parameters: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+}
+
+/** A code tool: its entry module as `source`, helper modules (format 2) in `files`. @since 0.1.0 @category schemas */
+export const CodeToolRecord = Schema.Struct({
+  name: Name,
+  language: Language,
+  entrypoint: Schema.String,
+  source: Schema.String,
+  files: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  ...Declared
+})
+
+/** @since 0.1.0 @category schemas */
+export const TextToolRecord = Schema.Struct({
+  name: Name,
+  description: Schema.String,
+  markdown: Schema.String
+})
+
+/** @since 0.1.0 @category schemas */
+export const JitHarnessSnapshot = Schema.Struct({
+  format_version: Schema.Literal(1, 2),
+  tools: Schema.Array(CodeToolRecord),
+  text_tools: Schema.optionalWith(Schema.Array(TextToolRecord), { default: () => [] }),
+  base_tools: Schema.optionalWith(Schema.Array(Name), { default: () => [] }),
+  unloaded_tools: Schema.optionalWith(Schema.Array(Name), { default: () => [] })
+})
+
+/** @since 0.1.0 @category models */
+export interface JitHarnessSnapshot extends Schema.Schema.Type<typeof JitHarnessSnapshot> {}
+
+/** @since 0.1.0 @category models */
+export type CodeToolRecord = Schema.Schema.Type<typeof CodeToolRecord>
+
+/** @since 0.1.0 @category models */
+export type TextToolRecord = Schema.Schema.Type<typeof TextToolRecord>
+
+/** A snapshot that cannot be read, parsed or written. @since 0.1.0 @category errors */
+export class SnapshotError extends Schema.TaggedError<SnapshotError>()("SnapshotError", {
+  reason: Schema.Literal("Invalid", "NotFound", "Io", "Activation"),
+  path: Schema.optional(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.path === undefined ? this.detail : `${this.path}: ${this.detail}`
+  }
+}
+
+const decode = Schema.decodeUnknownEither(Schema.parseJson(JitHarnessSnapshot), { onExcessProperty: "error" })
+
+/**
+ * Parses and validates a snapshot; never executes anything (SNAP-12).
+ *
+ * @since 0.1.0
+ * @category codecs
+ */
+export const fromJson = (json: string, path?: string): JitHarnessSnapshot => {
+  const result = decode(json)
+  if (Either.isLeft(result)) {
+    throw new SnapshotError({
+      reason: "Invalid",
+      ...(path === undefined ? {} : { path }),
+      detail: `not a valid jitbox snapshot: ${
+        ParseResult.ArrayFormatter.formatErrorSync(result.left)
+          .map((issue) => `${issue.path.length === 0 ? "(root)" : issue.path.join(".")}: ${issue.message}`)
+          .join("; ")
+      }`
+    })
+  }
+  const snapshot = result.right
+  const multiFile = snapshot.tools.some((tool) => tool.files !== undefined && Object.keys(tool.files).length > 0)
+  if (multiFile && snapshot.format_version === 1) {
+    throw new SnapshotError({
+      reason: "Invalid",
+      ...(path === undefined ? {} : { path }),
+      detail: "format_version 1 cannot hold multi-file tools; expected format_version 2"
+    })
+  }
+  return snapshot
+}
+
+/** @since 0.1.0 @category codecs */
+export const toJson = (snapshot: JitHarnessSnapshot): string =>
+  JSON.stringify(Schema.encodeSync(JitHarnessSnapshot)(snapshot), null, 2) + "\n"
+
+/** Reads and validates a snapshot file. @since 0.1.0 @category io */
+export const load = async (path: string): Promise<JitHarnessSnapshot> => {
+  let text: string
+  try {
+    text = await readFile(path, "utf8")
+  } catch (cause) {
+    const code = (cause as { code?: string }).code
+    throw new SnapshotError({
+      reason: code === "ENOENT" ? "NotFound" : "Io",
+      path,
+      detail: cause instanceof Error ? cause.message : String(cause)
+    })
+  }
+  return fromJson(text, path)
+}
+
+/**
+ * Writes a snapshot atomically (SNAP-04/05): a temporary file in the same directory, fsync, rename.
+ * The parent directory must exist; on failure nothing is left behind.
+ *
+ * @since 0.1.0
+ * @category io
+ */
+export const save = async (snapshot: JitHarnessSnapshot, path: string): Promise<void> => {
+  const target = Path.resolve(path)
+  const directory = Path.dirname(target)
+  const temporary = Path.join(directory, `.${Path.basename(target)}.${randomBytes(6).toString("hex")}.tmp`)
+  try {
+    const handle = await open(temporary, "wx", 0o644)
+    try {
+      await handle.writeFile(toJson(snapshot), "utf8")
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    await rename(temporary, target)
+    const dir = await open(directory, "r")
+    try {
+      await dir.sync()
+    } finally {
+      await dir.close()
+    }
+  } catch (cause) {
+    await rm(temporary, { force: true })
+    const code = (cause as { code?: string }).code
+    throw new SnapshotError({
+      reason: code === "ENOENT" ? "NotFound" : "Io",
+      path,
+      detail: code === "ENOENT" ? `the directory ${directory} does not exist` : cause instanceof Error ? cause.message : String(cause)
+    })
+  }
+}
