@@ -1,0 +1,310 @@
+/**
+ * The agent loop: `createAgent(model, { config: { sessionId }, tools, extensions })`, then
+ * `run(prompt)` for the final message or `stream(prompt)` for typed events. Each model turn gets the
+ * current tools and instructions; the calls of one response run with ordinary parallel calls
+ * concurrently, then serial ones in order, then management calls in order (MGMT-15). A run that
+ * needs more than `maxTurns` model turns fails with `AgentError` "MaxTurnsExceeded".
+ *
+ * An explicit `extensions` list is the whole list (OVR-09): without a history extension every run
+ * starts from an empty conversation.
+ *
+ * @since 0.1.0
+ */
+import { randomBytes } from "node:crypto"
+import { type BaseTools, HarnessError, isToolDefinition, type ToolDefinition } from "@jitbox/core"
+import * as Effect from "effect/Effect"
+import { AgentError } from "./AgentError.js"
+import type { AgentEvent } from "./AgentEvent.js"
+import type { AgentExtension, RequestTool, RequestTools } from "./AgentExtension.js"
+import type { AssistantMessage, Message, ModelProvider, ToolCall, ToolMessage } from "./ModelProvider.js"
+import type { ProviderError } from "./ProviderError.js"
+
+/** @since 0.1.0 @category models */
+export interface AgentConfig {
+  readonly sessionId: string
+  /** Model turns one run may take. Default 16. */
+  readonly maxTurns?: number | undefined
+}
+
+/** @since 0.1.0 @category models */
+export interface CreateAgentOptions {
+  readonly config: AgentConfig
+  readonly tools?: BaseTools | undefined
+  readonly extensions?: ReadonlyArray<AgentExtension> | undefined
+}
+
+/** @since 0.1.0 @category models */
+export interface RunResult {
+  /** The final assistant message's text. */
+  readonly content: string | null
+  /** What this run added to the conversation, in order. */
+  readonly messages: ReadonlyArray<Message>
+  readonly turns: number
+}
+
+const thrownText = (thrown: unknown): { readonly type: string; readonly text: string } => {
+  const type = typeof thrown === "object" && thrown !== null && "_tag" in thrown && typeof thrown._tag === "string"
+    ? thrown._tag
+    : thrown instanceof Error
+    ? thrown.name
+    : typeof thrown
+  let message: string
+  try {
+    message = thrown instanceof Error ? thrown.message : String(thrown)
+  } catch {
+    message = "(the error could not be formatted)"
+  }
+  return { type, text: `${type}: ${message}` }
+}
+
+const resultText = (value: unknown): string => {
+  if (typeof value === "string") return value
+  try {
+    return JSON.stringify(value) ?? "null"
+  } catch {
+    return String(value)
+  }
+}
+
+/** Base tools run directly when no extension offers tools: validation and handler, nothing else. */
+const directTools = (tools: BaseTools | undefined): RequestTools => {
+  const definitions = new Map<string, ToolDefinition>()
+  for (const [key, definition] of Array.isArray(tools) ? tools.map((d) => [d.name, d] as const) : Object.entries(tools ?? {})) {
+    if (!isToolDefinition(definition) || key === undefined) {
+      throw new AgentError({ reason: "Configuration", detail: "base tools must be named tool(...) definitions" })
+    }
+    definitions.set(key, definition)
+  }
+  const list: ReadonlyArray<RequestTool> = Array.from(definitions, ([name, d]) => ({
+    name,
+    description: d.description,
+    parameters: d.parameters,
+    deferLoading: false,
+    executionMode: d.executionMode,
+    management: false,
+    guidelines: d.guidelines
+  }))
+  return {
+    instructions: () => "",
+    tools: () => list,
+    call: async (name, args, options) => {
+      const definition = definitions.get(name)
+      if (definition === undefined) throw new HarnessError.ToolNotFound({ name })
+      const problems = definition.validate(args)
+      if (problems !== undefined) throw new HarnessError.ValidationError({ name, issues: problems })
+      return await definition.handler(args, {
+        callId: options.callId,
+        toolName: name,
+        depth: 1,
+        signal: options.signal,
+        callTool: (nested) => Promise.reject(new HarnessError.ToolNotFound({ name: nested }))
+      })
+    },
+    close: () => Promise.resolve()
+  }
+}
+
+/** @since 0.1.0 @category models */
+export class Agent {
+  readonly sessionId: string
+  readonly maxTurns: number
+  private readonly extensions: ReadonlyArray<AgentExtension>
+
+  constructor(readonly model: ModelProvider, readonly options: CreateAgentOptions) {
+    this.sessionId = options.config.sessionId
+    this.maxTurns = options.config.maxTurns ?? 16
+    if (!Number.isInteger(this.maxTurns) || this.maxTurns < 1) {
+      throw new AgentError({ reason: "Configuration", detail: "maxTurns must be a positive integer" })
+    }
+    this.extensions = options.extensions ?? []
+    if (this.extensions.filter((extension) => extension.openRequest !== undefined).length > 1) {
+      throw new AgentError({ reason: "Configuration", detail: "at most one extension may offer tools" })
+    }
+  }
+
+  /** One run as an Effect; `emit` receives every event as it happens. */
+  runEffect(prompt: string, emit: (event: AgentEvent) => void = () => {}): Effect.Effect<RunResult, ProviderError | AgentError> {
+    return Effect.acquireUseRelease(
+      Effect.tryPromise({
+        try: () => this.openRequest(),
+        catch: (cause) => cause instanceof AgentError ? cause : new AgentError({ reason: "Configuration", detail: String(cause) })
+      }),
+      (request) => this.loop(prompt, request, emit),
+      (request) => Effect.promise(() => request.close())
+    )
+  }
+
+  /** Runs the prompt to the final assistant message. Rejects with `ProviderError` or `AgentError`. */
+  run(prompt: string, options: { readonly signal?: AbortSignal } = {}): Promise<RunResult> {
+    return Effect.runPromise(this.runEffect(prompt), options.signal === undefined ? undefined : { signal: options.signal })
+  }
+
+  /** The run as events; iteration ends after `RUN_FINISHED`, or throws the run's error. */
+  stream(prompt: string): AsyncIterable<AgentEvent> {
+    const agent = this
+    return {
+      [Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
+        const queue: Array<AgentEvent> = []
+        let wake: (() => void) | undefined
+        let done = false
+        let failure: { readonly error: unknown } | undefined
+        const controller = new AbortController()
+        const push = (event: AgentEvent) => {
+          queue.push(event)
+          wake?.()
+        }
+        Effect.runPromise(agent.runEffect(prompt, push), { signal: controller.signal }).then(
+          () => {
+            done = true
+            wake?.()
+          },
+          (error) => {
+            failure = { error }
+            done = true
+            wake?.()
+          }
+        )
+        return {
+          next: async () => {
+            for (;;) {
+              const event = queue.shift()
+              if (event !== undefined) return { value: event, done: false }
+              if (failure !== undefined) throw failure.error
+              if (done) return { value: undefined, done: true }
+              await new Promise<void>((resolve) => {
+                wake = () => {
+                  wake = undefined
+                  resolve()
+                }
+              })
+            }
+          },
+          return: async () => {
+            controller.abort()
+            return { value: undefined, done: true }
+          }
+        }
+      }
+    }
+  }
+
+  private async openRequest(): Promise<RequestTools> {
+    const provider = this.extensions.find((extension) => extension.openRequest !== undefined)
+    return provider === undefined
+      ? directTools(this.options.tools)
+      : await provider.openRequest!({ sessionId: this.sessionId, protocol: this.model.protocol, baseTools: this.options.tools })
+  }
+
+  private instructions(request: RequestTools, tools: ReadonlyArray<RequestTool>): string {
+    const parts = [request.instructions()]
+    for (const extension of this.extensions) {
+      const text = extension.instructions?.(tools)
+      if (text !== undefined && text !== "") parts.push(text)
+    }
+    return parts.filter((part) => part !== "").join("\n\n")
+  }
+
+  private loop(prompt: string, request: RequestTools, emit: (event: AgentEvent) => void) {
+    const agent = this
+    return Effect.gen(function*() {
+      const runId = `run_${randomBytes(6).toString("hex")}`
+      const history = agent.extensions.find((extension) => extension.history !== undefined)?.history
+      const previous = history === undefined ? [] : yield* Effect.promise(() => history.load(agent.sessionId))
+      const added: Array<Message> = [{ role: "user", content: prompt }]
+      emit({ type: "RUN_STARTED", sessionId: agent.sessionId, runId })
+      const forwarding = request.events === undefined ? undefined : forward(request.events, emit)
+      try {
+        for (let turn = 1; turn <= agent.maxTurns; turn++) {
+          const tools = request.tools()
+          const response = yield* agent.model.generate({
+            instructions: agent.instructions(request, tools),
+            messages: [...previous, ...added],
+            tools: tools.map(({ deferLoading, description, name, parameters }) => ({ name, description, parameters, deferLoading }))
+          })
+          const message = response.message
+          added.push(message)
+          emit({ type: "MESSAGE", message })
+          if (message.toolCalls.length === 0) {
+            if (history !== undefined) yield* Effect.promise(() => history.append(agent.sessionId, added))
+            request.events?.close()
+            if (forwarding !== undefined) yield* Effect.promise(() => forwarding)
+            emit({ type: "RUN_FINISHED", runId, content: message.content })
+            return { content: message.content, messages: added, turns: turn } satisfies RunResult
+          }
+          const results = yield* agent.execute(message, tools, request, emit)
+          added.push(...results)
+        }
+        if (history !== undefined) yield* Effect.promise(() => history.append(agent.sessionId, added))
+        return yield* new AgentError({
+          reason: "MaxTurnsExceeded",
+          detail: `the model still asked for tools after ${agent.maxTurns} turns`
+        })
+      } finally {
+        request.events?.close()
+        if (forwarding !== undefined) yield* Effect.promise(() => forwarding)
+      }
+    })
+  }
+
+  /** Ordinary parallel calls concurrently, then serial ones, then management calls, in order. */
+  private execute(
+    message: AssistantMessage,
+    tools: ReadonlyArray<RequestTool>,
+    request: RequestTools,
+    emit: (event: AgentEvent) => void
+  ): Effect.Effect<Array<ToolMessage>> {
+    const byName = new Map(tools.map((tool) => [tool.name, tool]))
+    const phase = (call: ToolCall) => {
+      const tool = byName.get(call.name)
+      return tool === undefined ? 1 : tool.management ? 2 : tool.executionMode === "serial" ? 1 : 0
+    }
+    const callOne = (call: ToolCall): Effect.Effect<ToolMessage> =>
+      Effect.gen(function*() {
+        emit({ type: "TOOL_STARTED", toolCallId: call.id, toolName: call.name })
+        if (call.argumentsError !== undefined) {
+          emit({ type: "TOOL_COMPLETED", toolCallId: call.id, toolName: call.name, success: false, errorType: "InvalidArguments" })
+          return toolMessage(call, `InvalidArguments: ${call.argumentsError}`, true)
+        }
+        const outcome = yield* Effect.either(
+          Effect.tryPromise({ try: (signal) => request.call(call.name, call.arguments ?? {}, { callId: call.id, signal }), catch: (e) => e })
+        )
+        if (outcome._tag === "Right") {
+          emit({ type: "TOOL_COMPLETED", toolCallId: call.id, toolName: call.name, success: true, errorType: null })
+          return toolMessage(call, resultText(outcome.right), false)
+        }
+        const { text, type } = thrownText(outcome.left)
+        emit({ type: "TOOL_COMPLETED", toolCallId: call.id, toolName: call.name, success: false, errorType: type })
+        return toolMessage(call, text, true)
+      })
+    const calls = message.toolCalls
+    return Effect.gen(function*() {
+      const answers = new Map<string, ToolMessage>()
+      const parallel = calls.filter((call) => phase(call) === 0)
+      for (const answer of yield* Effect.forEach(parallel, callOne, { concurrency: "unbounded" })) answers.set(answer.toolCallId, answer)
+      for (const call of calls.filter((c) => phase(c) > 0).sort((a, b) => phase(a) - phase(b))) {
+        answers.set(call.id, yield* callOne(call))
+      }
+      return calls.map((call) => answers.get(call.id)!)
+    })
+  }
+}
+
+const toolMessage = (call: ToolCall, content: string, isError: boolean): ToolMessage => ({
+  role: "tool",
+  toolCallId: call.id,
+  name: call.name,
+  content,
+  isError
+})
+
+const forward = async (events: AsyncIterable<AgentEvent>, emit: (event: AgentEvent) => void): Promise<void> => {
+  for await (const event of events) emit(event)
+}
+
+/**
+ * Creates an agent for one session (OVR-06).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const createAgent = async (model: ModelProvider, options: CreateAgentOptions): Promise<Agent> => new Agent(model, options)
