@@ -1,0 +1,13 @@
+/**
+ * @since 0.1.0
+ */
+
+/**
+ * @since 0.1.0
+ */
+export * as ModelProvider from "./ModelProvider.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as ProviderError from "./ProviderError.js"
