@@ -10,4 +10,9 @@ export * as ModelProvider from "./ModelProvider.js"
 /**
  * @since 0.1.0
  */
+export * as OpenAIChatCompletions from "./OpenAIChatCompletions.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as ProviderError from "./ProviderError.js"
