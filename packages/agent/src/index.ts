@@ -15,4 +15,9 @@ export * as OpenAIChatCompletions from "./OpenAIChatCompletions.js"
 /**
  * @since 0.1.0
  */
+export * as OpenAIResponses from "./OpenAIResponses.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as ProviderError from "./ProviderError.js"
