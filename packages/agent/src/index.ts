@@ -5,6 +5,11 @@
 /**
  * @since 0.1.0
  */
+export * as AnthropicMessages from "./AnthropicMessages.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as ModelProvider from "./ModelProvider.js"
 
 /**

@@ -292,7 +292,7 @@ export const anthropic = {
       id: nextId("msg_01"),
       type: "message",
       role: "assistant",
-      model: "claude-sonnet-4-5-20250929",
+      model: "claude-sonnet-5-5-20261020",
       content,
       stop_reason: options.stopReason ?? (content.some((block) => (block as { type: string }).type === "tool_use")
         ? "tool_use"
