@@ -26,3 +26,8 @@ export * as OpenAIResponses from "./OpenAIResponses.js"
  * @since 0.1.0
  */
 export * as ProviderError from "./ProviderError.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as ScriptedModel from "./ScriptedModel.js"
