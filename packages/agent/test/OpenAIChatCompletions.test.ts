@@ -255,6 +255,7 @@ describe("OpenAIChatCompletions", () => {
       assert.strictEqual(error.reason, "Timeout")
       assert.strictEqual(error.status, null)
       assert.strictEqual(server.requests.length, 1)
+      yield* server.abandoned(1)
     }))
 
   it.scopedLive("a timed-out attempt is retried", () =>
@@ -319,12 +320,10 @@ describe("OpenAIChatCompletions", () => {
       const model = ModelProvider.toPromise(provider(server))
       const controller = new AbortController()
       const pending = model.generate(firstTurn, { signal: controller.signal }).then(() => "resolved", () => "rejected")
-      yield* Effect.promise(() => waitFor(() => server.requests.length === 1))
+      yield* server.received(1)
       controller.abort()
       assert.strictEqual(yield* Effect.promise(() => pending), "rejected")
+      yield* server.abandoned(1) // the SDK closed the connection: the request itself was aborted
+      assert.strictEqual(server.requests.length, 1)
     }))
 })
-
-const waitFor = async (condition: () => boolean): Promise<void> => {
-  for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5))
-}

@@ -1,4 +1,4 @@
-import { OpenAIResponses } from "@jitbox/agent"
+import { ModelProvider, OpenAIResponses } from "@jitbox/agent"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { firstTurn, instructions, readSourceTool, secondTurn, weatherTool } from "./fixtures.js"
@@ -183,5 +183,16 @@ describe("OpenAIResponses", () => {
       const error = yield* Effect.flip(provider(server, { timeoutMs: 100, maxRetries: 0 }).generate(firstTurn))
       assert.strictEqual(error.reason, "Timeout")
       assert.strictEqual(error.status, null)
+    }))
+
+  it.scopedLive("layer provides the provider as the ModelProvider service", () =>
+    Effect.gen(function*() {
+      const server = yield* WireServer.make
+      server.script(path, WireServer.responses.text("Through a layer."))
+      const layer = OpenAIResponses.layer({ model: "gpt-5.4", apiKey: "sk-test", baseURL: `${server.url}/v1`, name: "primary" })
+      const model = yield* Effect.provide(ModelProvider.ModelProvider, layer)
+      assert.strictEqual(model.name, "primary")
+      assert.strictEqual(model.protocol, "responses")
+      assert.strictEqual((yield* model.generate(firstTurn)).message.content, "Through a layer.")
     }))
 })

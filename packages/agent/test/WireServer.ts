@@ -43,6 +43,10 @@ export interface WireServer {
   readonly bodies: (path: string) => Array<any>
   /** Queues replies for a path; each is used once, in order. */
   readonly script: (path: string, ...replies: ReadonlyArray<Reply>) => void
+  /** Completes once at least `count` requests have arrived. */
+  readonly received: (count: number) => Effect.Effect<void>
+  /** Completes once the clients have closed at least `count` connections the server left hanging. */
+  readonly abandoned: (count: number) => Effect.Effect<void>
 }
 
 export const chatPath = "/v1/chat/completions"
@@ -68,6 +72,19 @@ const send = (response: http.ServerResponse, reply: Exclude<Reply, { _tag: "Hang
 export const make: Effect.Effect<WireServer, never, Scope.Scope> = Effect.gen(function*() {
   const requests: Array<RecordedRequest> = []
   const scripts = new Map<string, Array<Reply>>()
+  let hangsAbandoned = 0
+  const waiters: Array<{ readonly ready: () => boolean; readonly resume: () => void }> = []
+  const wake = (): void => {
+    for (const waiter of waiters.filter((waiter) => waiter.ready())) {
+      waiters.splice(waiters.indexOf(waiter), 1)
+      waiter.resume()
+    }
+  }
+  const until = (ready: () => boolean) =>
+    Effect.async<void>((resume) => {
+      if (ready()) return resume(Effect.void)
+      waiters.push({ ready, resume: () => resume(Effect.void) })
+    })
   const server = http.createServer((request, response) => {
     const chunks: Array<Buffer> = []
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -81,6 +98,7 @@ export const make: Effect.Effect<WireServer, never, Scope.Scope> = Effect.gen(fu
       }
       const path = (request.url ?? "/").split("?")[0]!
       requests.push({ method: request.method ?? "", path, headers: request.headers, body })
+      wake()
       const reply = scripts.get(path)?.shift()
       if (reply === undefined) {
         send(response, {
@@ -89,7 +107,12 @@ export const make: Effect.Effect<WireServer, never, Scope.Scope> = Effect.gen(fu
           headers: { "x-should-retry": "false" },
           body: { error: { message: `WireServer: no scripted reply for ${request.method} ${path}`, type: "test_error" } }
         })
-      } else if (reply._tag !== "Hang") {
+      } else if (reply._tag === "Hang") {
+        response.on("close", () => {
+          hangsAbandoned++
+          wake()
+        })
+      } else {
         send(response, reply)
       }
     })
@@ -112,7 +135,9 @@ export const make: Effect.Effect<WireServer, never, Scope.Scope> = Effect.gen(fu
       const queue = scripts.get(path) ?? []
       queue.push(...replies)
       scripts.set(path, queue)
-    }
+    },
+    received: (count) => until(() => requests.length >= count),
+    abandoned: (count) => until(() => hangsAbandoned >= count)
   }
 })
 
