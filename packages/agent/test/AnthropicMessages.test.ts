@@ -214,4 +214,18 @@ describe("AnthropicMessages", () => {
       assert.strictEqual(error.reason, "Authentication")
       assert.strictEqual(server.requests.length, 0)
     }))
+
+  it.scopedLive("a 200 that is not a message (an HTML proxy page) is InvalidResponse", () =>
+    Effect.gen(function*() {
+      const server = yield* WireServer.make
+      server.script(path, {
+        _tag: "Text",
+        status: 200,
+        contentType: "text/html",
+        body: "<html><body>Welcome to the captive portal</body></html>"
+      })
+      const error = yield* Effect.flip(provider(server).generate(firstTurn))
+      assert.strictEqual(error.reason, "InvalidResponse")
+      assert.strictEqual(error.status, null)
+    }))
 })

@@ -262,7 +262,8 @@ describe("OpenAIChatCompletions", () => {
     Effect.gen(function*() {
       const server = yield* WireServer.make
       server.script(path, WireServer.hang, WireServer.chat.text("Back."))
-      const response = yield* provider(server, { timeoutMs: 100, maxRetries: 1 }).generate(firstTurn)
+      // 400 ms per attempt: ample for the local answer of the second attempt even on a loaded machine.
+      const response = yield* provider(server, { timeoutMs: 400, maxRetries: 1 }).generate(firstTurn)
       assert.strictEqual(response.message.content, "Back.")
       assert.strictEqual(server.requests.length, 2)
     }))

@@ -15,7 +15,7 @@ export interface ClientOptions {
   readonly maxRetries?: number | undefined
 }
 
-/** The SDK client, or the `Authentication` error its constructor reports (no key given or in the environment). */
+/** The SDK client, or the error its constructor reports: `Authentication` when there is no key at all. */
 export const makeClient = (provider: string, options: ClientOptions): Either.Either<OpenAI, ProviderError> =>
   Either.try({
     try: () =>
@@ -25,7 +25,11 @@ export const makeClient = (provider: string, options: ClientOptions): Either.Eit
         maxRetries: options.maxRetries ?? 2,
         ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs })
       }),
-    catch: (error) => new ProviderError({ reason: "Authentication", provider, status: null, providerMessage: describe(error) })
+    catch: (error) => {
+      const providerMessage = describe(error)
+      const reason = /credentials|api.?key/i.test(providerMessage) ? "Authentication" : "BadRequest"
+      return new ProviderError({ reason, provider, status: null, providerMessage })
+    }
   })
 
 /** The provider's own words: `error.message` of the `{"error": {...}}` body, or the body text. */
