@@ -5,8 +5,8 @@
  *
  * @since 0.1.0
  */
-export { JitHarness, type JitHarnessOptions, type CallOptions, type Middleware } from "./JitHarness.js"
-export { tool, ToolDefinition } from "./Tool.js"
+export { type BaseTools, type CallOptions, JitHarness, type JitHarnessOptions, type Middleware } from "./JitHarness.js"
+export { isToolDefinition, tool, ToolDefinition } from "./Tool.js"
 export { CodeLanguages, type CodeLanguage, ToolCallStatus, ToolExecutionMode, ToolOrigin } from "./ToolOrigin.js"
 export { ToolKind, type CreateToolRequest, type UpdateToolRequest, type ToolAck } from "./ToolRequest.js"
 export { InspectionToolExposure } from "./InspectionToolExposure.js"

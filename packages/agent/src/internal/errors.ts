@@ -1,0 +1,44 @@
+/**
+ * Shared pieces of the SDK-error to `ProviderError` mapping.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { ProviderError, reasonForStatus } from "../ProviderError.js"
+
+/** A message plus the messages of its causes: "Connection error. (fetch failed: connect ECONNREFUSED …)". */
+export const describe = (error: unknown): string => {
+  const messages: Array<string> = []
+  let current: unknown = error
+  for (let depth = 0; depth < 5 && current !== undefined && current !== null; depth++) {
+    const message = current instanceof Error ? current.message : String(current)
+    if (message !== "" && !messages.includes(message)) messages.push(message)
+    current = current instanceof Error ? current.cause : undefined
+  }
+  const [first = "unknown error", ...rest] = messages
+  return rest.length === 0 ? first : `${first} (${rest.join(": ")})`
+}
+
+/** `APIError.message` is "<status> <text>"; drop the status, `ProviderError` carries it separately. */
+export const withoutStatus = (message: string, status: number): string =>
+  message.startsWith(`${status} `) ? message.slice(String(status).length + 1) : message
+
+export const isRecord = (value: unknown): value is { readonly [key: string]: unknown } =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+export const fromStatus = (provider: string, status: number, providerMessage: string): ProviderError =>
+  new ProviderError({ reason: reasonForStatus(status), provider, status, providerMessage })
+
+/** Decodes a 2xx body with the protocol's schema; a mismatch is `InvalidResponse`. */
+export const decodeBody = <A, I>(schema: Schema.Schema<A, I>, provider: string) => (body: unknown) =>
+  Schema.decodeUnknown(schema)(body).pipe(
+    Effect.mapError((error) =>
+      new ProviderError({
+        reason: "InvalidResponse",
+        provider,
+        status: null,
+        providerMessage: `the response does not have the expected shape: ${error.message}`
+      })
+    )
+  )
