@@ -63,11 +63,18 @@ await harness.createTool({
     parameters: ${JSON.stringify(addSchema)} }, async ({ left, right }) => left + right)`
 })
 await run("harness_code_no_subscriber", (i) => harness.callTool("add_code", { left: i, right: 1 }))
+let seen = 0
+const stopListening = harness.events.listen(() => {
+  seen++
+})
+await run("harness_code_one_listener", (i) => harness.callTool("add_code", { left: i, right: 1 }))
+stopListening()
+if (seen === 0) throw new Error("the listener saw no events")
 const subscription = harness.subscribe({ bufferSize: 1 << 20 })
 const drain = (async () => {
   for await (const _ of subscription) void _
 })()
-await run("harness_code_one_subscriber", (i) => harness.callTool("add_code", { left: i, right: 1 }))
+await run("harness_code_one_async_subscriber", (i) => harness.callTool("add_code", { left: i, right: 1 }))
 subscription.close()
 await drain
 
@@ -99,7 +106,8 @@ const ratios = {
   mcp_over_harness: median("mcp_sdk_call_tool") / median("harness_base"),
   harness_over_minimal_dispatch: median("harness_base") / median("minimal_dispatch"),
   bookkeeping_overhead_vs_minimal: median("harness_base") / median("minimal_dispatch") - 1,
-  subscriber_overhead: median("harness_code_one_subscriber") / median("harness_code_no_subscriber") - 1,
+  listener_overhead: median("harness_code_one_listener") / median("harness_code_no_subscriber") - 1,
+  async_subscriber_overhead: median("harness_code_one_async_subscriber") / median("harness_code_no_subscriber") - 1,
   composition_over_plain_dispatch: median("harness_twice_composing_add") / median("harness_base_after_composition"),
   nested_level_over_plain_dispatch:
     (median("harness_twice_composing_add") - median("harness_base_after_composition")) / median("harness_base_after_composition")

@@ -100,6 +100,7 @@ class Subscriber implements Subscription {
 /** @since 0.1.0 @category models */
 export class EventFeed {
   private readonly subscribers = new Set<Subscriber>()
+  private readonly listeners = new Set<(event: JitToolEvent) => void>()
   /** True when at least one subscriber listens; dispatch checks it before building an event. */
   active = false
 
@@ -107,12 +108,36 @@ export class EventFeed {
 
   emit(event: JitToolEvent): void {
     for (const subscriber of this.subscribers) subscriber.push(event)
+    for (const listener of this.listeners) {
+      try {
+        listener(event)
+      } catch {
+        // A listener's failure is its own; dispatch goes on.
+      }
+    }
+  }
+
+  /**
+   * The cheapest way to follow events: `listener` runs synchronously inside dispatch, so it must be
+   * quick and must not block. Returns the function that removes it.
+   */
+  listen(listener: (event: JitToolEvent) => void): () => void {
+    this.listeners.add(listener)
+    this.active = true
+    return () => {
+      this.listeners.delete(listener)
+      this.refresh()
+    }
+  }
+
+  private refresh(): void {
+    this.active = this.subscribers.size > 0 || this.listeners.size > 0
   }
 
   subscribe(options: SubscribeOptions = {}): Subscription {
     const subscriber = new Subscriber(this.sessionId, options.bufferSize ?? 4_096, (s) => {
       this.subscribers.delete(s)
-      this.active = this.subscribers.size > 0
+      this.refresh()
     })
     this.subscribers.add(subscriber)
     this.active = true
@@ -132,5 +157,7 @@ export class EventFeed {
   /** Ends every subscription (the harness was released). */
   closeAll(): void {
     for (const subscriber of Array.from(this.subscribers)) subscriber.close()
+    this.listeners.clear()
+    this.refresh()
   }
 }

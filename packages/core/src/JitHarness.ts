@@ -152,12 +152,17 @@ const pageRange = (offset: number | undefined, limit: number | undefined, fallba
 class Invocation implements InvocationContext {
   constructor(
     private readonly harness: JitHarness,
-    readonly callId: string,
+    private readonly seq: number,
+    private readonly givenId: string | undefined,
     readonly toolName: string,
     readonly depth: number,
     readonly signal: AbortSignal | undefined,
     readonly epoch: number
   ) {}
+
+  get callId(): string {
+    return this.harness.callIdOf(this.seq, this.givenId)
+  }
 
   get callTool(): (name: string, args?: unknown) => Promise<unknown> {
     return (name, args = {}) => this.harness.callNested(this, name, args)
@@ -197,7 +202,6 @@ export class JitHarness {
   readonly registry: ToolRegistry
   private readonly middleware: ReadonlyArray<Middleware>
   private readonly idPrefix = `call_${randomBytes(4).toString("hex")}_`
-  private callCounter = 0
   private seq = 0
   private mutations: Promise<unknown> = Promise.resolve()
   private released = false
@@ -213,7 +217,7 @@ export class JitHarness {
     this.sessionId = options.sessionId ?? "default"
     this.manageBaseTools = options.manageBaseTools ?? true
     this.maxCallDepth = positiveInteger("maxCallDepth", options.maxCallDepth, 32)
-    this.profiler = new Profiler(positiveInteger("callCapacity", options.callCapacity, 2_000))
+    this.profiler = new Profiler(positiveInteger("callCapacity", options.callCapacity, 2_000), (seq) => this.generatedId(seq))
     this.errors = new ErrorCache(
       positiveInteger("errorCapacity", options.errorCapacity, 100),
       positiveInteger("errorMessageChars", options.errorMessageChars, 4_000)
@@ -239,7 +243,7 @@ export class JitHarness {
       this.manageBaseTools,
       runners,
       (name, code, input) =>
-        Promise.resolve(code.invoke(input, this.context(this.nextCallId(), name, 1, undefined)))
+        Promise.resolve(code.invoke(input, this.context(++this.seq, undefined, name, 1, undefined)))
     )
     for (const entry of ManagementHandlers.make(this)) this.registry.addManagement(entry)
     if (options.tools !== undefined) this.bindBaseTools(options.tools)
@@ -365,18 +369,18 @@ export class JitHarness {
    * typed harness error (`ToolNotFound`, `ToolRejected`, `ValidationError`, `ToolCancelled`, ...).
    */
   callTool(name: string, args: unknown = {}, options?: CallOptions): Promise<unknown> {
-    return this.dispatch(name, args, options?.callId ?? this.nextCallId(), null, 1, options?.signal)
+    return this.dispatch(name, args, options?.callId, null, 1, options?.signal)
   }
 
-  /** @internal */
-  nextCallId(): string {
-    return this.idPrefix + (++this.callCounter).toString(36)
+  /** The id of a call that came without one: unique in this harness, derived from its dispatch sequence. */
+  private generatedId(seq: number): string {
+    return this.idPrefix + seq.toString(36)
   }
 
   private dispatch(
     name: string,
     args: unknown,
-    callId: string,
+    callId: string | undefined,
     caller: string | null,
     depth: number,
     signal: AbortSignal | undefined
@@ -386,17 +390,30 @@ export class JitHarness {
     }
     const entry = this.registry.entries.get(name)
     if (entry === undefined) return Promise.reject(new ToolNotFound({ name }))
-    if (this.middleware.length === 0) return this.attempt(entry, args, callId, caller, depth, signal)
-    const call: MiddlewareCall = { name, args, callId, origin: entry.origin, depth, callerToolName: caller }
+    const seq = ++this.seq
+    if (this.middleware.length === 0) return this.attempt(entry, args, seq, callId, caller, depth, signal)
+    const id = callId ?? this.generatedId(seq)
+    const call: MiddlewareCall = { name, args, callId: id, origin: entry.origin, depth, callerToolName: caller }
     const run = (index: number): Promise<unknown> =>
       index === this.middleware.length
-        ? this.attempt(entry, args, callId, caller, depth, signal)
+        ? this.attempt(entry, args, seq, id, caller, depth, signal)
         : this.middleware[index]!(call, () => run(index + 1))
     return run(0)
   }
 
-  private context(callId: string, toolName: string, depth: number, signal: AbortSignal | undefined): InvocationContext {
-    return new Invocation(this, callId, toolName, depth, signal, this.epoch)
+  private context(
+    seq: number,
+    callId: string | undefined,
+    toolName: string,
+    depth: number,
+    signal: AbortSignal | undefined
+  ): InvocationContext {
+    return new Invocation(this, seq, callId, toolName, depth, signal, this.epoch)
+  }
+
+  /** @internal */
+  callIdOf(seq: number, callId: string | undefined): string {
+    return callId ?? this.generatedId(seq)
   }
 
   /** @internal A nested call made by the invocation `parent`. */
@@ -410,7 +427,7 @@ export class JitHarness {
         })
       )
     }
-    return this.dispatch(name, args, this.nextCallId(), parent.toolName, parent.depth + 1, parent.signal)
+    return this.dispatch(name, args, undefined, parent.toolName, parent.depth + 1, parent.signal)
   }
 
   private rejection(entry: Entry, depth: number): ToolRejected | undefined {
@@ -443,12 +460,12 @@ export class JitHarness {
   private async attempt(
     entry: Entry,
     args: unknown,
-    callId: string,
+    seq: number,
+    callId: string | undefined,
     caller: string | null,
     depth: number,
     signal: AbortSignal | undefined
   ): Promise<unknown> {
-    const seq = ++this.seq
     const started = performance.now()
     const origin = entry.origin
     const recorded = origin !== "base" || this.manageBaseTools
@@ -458,11 +475,12 @@ export class JitHarness {
       throw rejected
     }
     const emits = origin !== "base" && this.events.active
+    const eventId = emits ? this.callIdOf(seq, callId) : ""
     if (emits) {
       this.events.emit({
         type: "CUSTOM",
         name: "jit_tool_started",
-        payload: { session_id: this.sessionId, tool_call_id: callId, tool_name: entry.name, origin }
+        payload: { session_id: this.sessionId, tool_call_id: eventId, tool_name: entry.name, origin }
       })
     }
     let version: CodeVersion | undefined
@@ -474,7 +492,7 @@ export class JitHarness {
           const binding = entry.binding!
           const problems = binding.validate(args)
           if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
-          pending = binding.handler(args, this.context(callId, entry.name, depth, signal))
+          pending = binding.handler(args, this.context(seq, callId, entry.name, depth, signal))
           break
         }
         case "code": {
@@ -482,7 +500,7 @@ export class JitHarness {
           const problems = version.validate(args)
           if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
           version.inflight++
-          pending = version.invoke(args, this.context(callId, entry.name, depth, signal))
+          pending = version.invoke(args, this.context(seq, callId, entry.name, depth, signal))
           break
         }
         case "text": {
@@ -494,26 +512,26 @@ export class JitHarness {
         case "management": {
           const problems = entry.validate(args)
           if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
-          pending = entry.handler(args, this.context(callId, entry.name, depth, signal))
+          pending = entry.handler(args, this.context(seq, callId, entry.name, depth, signal))
           break
         }
       }
       result = signal === undefined ? await pending : await abortedBy(pending, signal)
     } catch (thrown) {
       if (signal?.aborted === true) {
-        const cancelled = new ToolCancelled({ name: entry.name, callId })
+        const cancelled = new ToolCancelled({ name: entry.name, callId: this.callIdOf(seq, callId) })
         if (recorded) this.finish(seq, started, entry, args, callId, caller, "cancelled", null, cancelled._tag)
-        if (emits) this.completed(entry, callId, false, cancelled._tag)
+        if (emits) this.completed(entry, eventId, false, cancelled._tag)
         throw cancelled
       }
       if (recorded) this.fail(seq, started, entry, args, callId, caller, "failed", thrown)
-      if (emits) this.completed(entry, callId, false, ThrownValue.errorType(thrown))
+      if (emits) this.completed(entry, eventId, false, ThrownValue.errorType(thrown))
       throw thrown
     } finally {
       if (version !== undefined && --version.inflight === 0 && version.retired) void version.dispose()
     }
     if (recorded) this.finish(seq, started, entry, args, callId, caller, "completed", Measure.output(result), null)
-    if (emits) this.completed(entry, callId, true, null)
+    if (emits) this.completed(entry, eventId, true, null)
     return result
   }
 
@@ -538,25 +556,14 @@ export class JitHarness {
     started: number,
     entry: Entry,
     args: unknown,
-    callId: string,
+    callId: string | undefined,
     caller: string | null,
     status: "completed" | "failed" | "cancelled" | "rejected",
     outputChars: number | null,
     errorType: string | null
   ): void {
     const duration = performance.now() - started
-    this.profiler.record({
-      seq,
-      call_id: callId,
-      tool_name: entry.name,
-      origin: entry.origin,
-      status,
-      duration_ms: duration,
-      input_chars: Measure.input(args),
-      output_chars: outputChars,
-      caller_tool_name: caller,
-      error_type: errorType
-    })
+    this.profiler.add(seq, callId, entry.name, entry.origin, status, duration, Measure.input(args), outputChars, caller, errorType)
   }
 
   private fail(
@@ -564,7 +571,7 @@ export class JitHarness {
     started: number,
     entry: Entry,
     args: unknown,
-    callId: string,
+    callId: string | undefined,
     caller: string | null,
     status: "failed" | "rejected",
     thrown: unknown
@@ -572,7 +579,7 @@ export class JitHarness {
     const errorType = ThrownValue.errorType(thrown)
     const message = ThrownValue.message(thrown)
     this.finish(seq, started, entry, args, callId, caller, status, Measure.message(message), errorType)
-    this.errors.add({ toolName: entry.name, errorType, status, message, callId, callerToolName: caller })
+    this.errors.add({ toolName: entry.name, errorType, status, message, callId: this.callIdOf(seq, callId), callerToolName: caller })
   }
 
   // ---------------------------------------------------------------------------------------------

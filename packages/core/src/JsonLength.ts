@@ -35,17 +35,16 @@ const stringLength = (text: string, cap: number): number => {
   return n
 }
 
+const powersOfTen = [10, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15]
+
 const numberLength = (n: number): number => {
-  if (n !== n || n === Infinity || n === -Infinity) return 4
   if (Number.isInteger(n) && n > -1e15 && n < 1e15) {
-    let digits = n < 0 ? 2 : 1
-    let rest = n < 0 ? -n : n
-    while (rest >= 10) {
-      rest = Math.floor(rest / 10)
-      digits++
-    }
-    return digits
+    const magnitude = n < 0 ? -n : n
+    let digits = 1
+    while (magnitude >= powersOfTen[digits - 1]!) digits++
+    return n < 0 ? digits + 1 : digits
   }
+  if (n !== n || n === Infinity || n === -Infinity) return 4
   return String(n).length
 }
 
@@ -72,7 +71,14 @@ const walk = (value: unknown, cap: number, depth: number): number => {
   }
   if (value === null) return 4
   const object = value as Record<string, unknown>
-  if (depth > 32 || typeof object.toJSON === "function" || value instanceof Number || value instanceof String || value instanceof Boolean) {
+  if (depth > 32) return exact(value, cap)
+  const prototype = Object.getPrototypeOf(value)
+  if (prototype === Object.prototype || prototype === Array.prototype || prototype === null) {
+    // Looking up a missing `toJSON` through Object.prototype is slow, so ask the object itself.
+    if (hasOwn.call(object, "toJSON") && typeof object.toJSON === "function") return exact(value, cap)
+  } else if (
+    typeof object.toJSON === "function" || value instanceof Number || value instanceof String || value instanceof Boolean
+  ) {
     return exact(value, cap)
   }
   if (Array.isArray(value)) {

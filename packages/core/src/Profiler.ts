@@ -25,10 +25,10 @@ class Aggregate {
   outputSamples = 0
   constructor(readonly toolName: string, public origin: ToolOrigin) {}
 
-  add(record: ProfileRecord) {
+  add(origin: ToolOrigin, status: ToolCallStatus, durationMs: number, inputChars: number | null, outputChars: number | null) {
     this.callCount++
-    this.origin = record.origin
-    switch (record.status) {
+    this.origin = origin
+    switch (status) {
       case "completed":
         this.completed++
         break
@@ -42,13 +42,13 @@ class Aggregate {
         this.rejected++
         break
     }
-    this.durationSum += record.duration_ms
-    if (record.input_chars !== null) {
-      this.inputSum += record.input_chars
+    this.durationSum += durationMs
+    if (inputChars !== null) {
+      this.inputSum += inputChars
       this.inputSamples++
     }
-    if (record.output_chars !== null) {
-      this.outputSum += record.output_chars
+    if (outputChars !== null) {
+      this.outputSum += outputChars
       this.outputSamples++
     }
   }
@@ -69,56 +69,181 @@ class Aggregate {
   }
 }
 
-const toRecord = (record: WindowRecord): ProfileRecord => ({
-  call_id: record.call_id,
-  tool_name: record.tool_name,
-  origin: record.origin,
-  status: record.status,
-  duration_ms: record.duration_ms,
-  input_chars: record.input_chars,
-  output_chars: record.output_chars,
-  caller_tool_name: record.caller_tool_name,
-  error_type: record.error_type
-})
+const origins: ReadonlyArray<ToolOrigin> = ["base", "code", "text", "management", "unknown"]
+const statuses: ReadonlyArray<ToolCallStatus> = ["completed", "failed", "cancelled", "rejected"]
+const originCode = (origin: ToolOrigin) => origins.indexOf(origin)
+const statusCode = (status: ToolCallStatus) => statuses.indexOf(status)
 
 const emptyStats = (toolName: string, origin: ToolOrigin): ToolStats => new Aggregate(toolName, origin).toStats()
 
-/** @since 0.1.0 @category models */
+/**
+ * The call window is stored column-wise in a ring: no object per record and no per-call string
+ * kept alive, so a full window costs the garbage collector nothing on the dispatch path. Records
+ * stay sorted by dispatch sequence; a parent that finishes after its children is inserted before
+ * them, and the record evicted is always the oldest by dispatch.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export class Profiler {
-  private window: Array<WindowRecord> = []
+  private allocated: number
   private head = 0
+  private size = 0
+  private seqs: Float64Array
+  private durations: Float64Array
+  private inputs: Int32Array
+  private outputs: Int32Array
+  private codes: Uint8Array
+  private callIds: Array<string | undefined>
+  private toolNames: Array<string>
+  private callers: Array<string | null>
+  private errorTypes: Array<string | null>
   private readonly aggregates = new Map<string, Aggregate>()
 
-  constructor(readonly capacity: number) {}
+  constructor(
+    readonly capacity: number,
+    /** The call id of an attempt whose id was generated: derived from its sequence number. */
+    private readonly generatedId: (seq: number) => string = (seq) => `call_${seq.toString(36)}`
+  ) {
+    this.allocated = Math.min(capacity, 256)
+    this.seqs = new Float64Array(this.allocated)
+    this.durations = new Float64Array(this.allocated)
+    this.inputs = new Int32Array(this.allocated)
+    this.outputs = new Int32Array(this.allocated)
+    this.codes = new Uint8Array(this.allocated)
+    this.callIds = new Array(this.allocated)
+    this.toolNames = new Array(this.allocated)
+    this.callers = new Array(this.allocated)
+    this.errorTypes = new Array(this.allocated)
+  }
 
-  /** Adds a finished attempt. Cheap: one insertion near the end of the window. */
+  /** Adds a finished attempt given as a record object. */
   record(record: WindowRecord): void {
-    const window = this.window
-    let at = window.length
-    while (at > this.head && window[at - 1]!.seq > record.seq) at--
-    if (at === window.length) window.push(record)
-    else window.splice(at, 0, record)
-    if (window.length - this.head > this.capacity) {
-      this.head++
-      if (this.head > 1024 && this.head * 2 > window.length) {
-        this.window = window.slice(this.head)
-        this.head = 0
-      }
-    }
-    let aggregate = this.aggregates.get(record.tool_name)
+    this.add(
+      record.seq,
+      record.call_id,
+      record.tool_name,
+      record.origin,
+      record.status,
+      record.duration_ms,
+      record.input_chars,
+      record.output_chars,
+      record.caller_tool_name,
+      record.error_type
+    )
+  }
+
+  /** Adds a finished attempt. `callId` undefined means the id was generated from `seq`. */
+  add(
+    seq: number,
+    callId: string | undefined,
+    toolName: string,
+    origin: ToolOrigin,
+    status: ToolCallStatus,
+    durationMs: number,
+    inputChars: number | null,
+    outputChars: number | null,
+    caller: string | null,
+    errorType: string | null
+  ): void {
+    let aggregate = this.aggregates.get(toolName)
     if (aggregate === undefined) {
-      aggregate = new Aggregate(record.tool_name, record.origin)
-      this.aggregates.set(record.tool_name, aggregate)
+      aggregate = new Aggregate(toolName, origin)
+      this.aggregates.set(toolName, aggregate)
     }
-    aggregate.add(record)
+    aggregate.add(origin, status, durationMs, inputChars, outputChars)
+
+    let at = this.size
+    while (at > 0 && this.seqs[this.slot(at - 1)]! > seq) at--
+    if (this.size === this.capacity) {
+      if (at === 0) return
+      this.head = this.slot(1)
+      this.size--
+      at--
+    }
+    if (this.size === this.allocated) this.grow()
+    for (let i = this.size; i > at; i--) this.move(this.slot(i - 1), this.slot(i))
+    const slot = this.slot(at)
+    this.seqs[slot] = seq
+    this.durations[slot] = durationMs
+    this.inputs[slot] = inputChars ?? -1
+    this.outputs[slot] = outputChars ?? -1
+    this.codes[slot] = (originCode(origin) << 2) | statusCode(status)
+    this.callIds[slot] = callId
+    this.toolNames[slot] = toolName
+    this.callers[slot] = caller
+    this.errorTypes[slot] = errorType
+    this.size++
+  }
+
+  private slot(logical: number): number {
+    const physical = this.head + logical
+    return physical >= this.allocated ? physical - this.allocated : physical
+  }
+
+  private move(from: number, to: number): void {
+    this.seqs[to] = this.seqs[from]!
+    this.durations[to] = this.durations[from]!
+    this.inputs[to] = this.inputs[from]!
+    this.outputs[to] = this.outputs[from]!
+    this.codes[to] = this.codes[from]!
+    this.callIds[to] = this.callIds[from]
+    this.toolNames[to] = this.toolNames[from]!
+    this.callers[to] = this.callers[from]!
+    this.errorTypes[to] = this.errorTypes[from]!
+  }
+
+  private grow(): void {
+    const allocated = Math.min(this.capacity, this.allocated * 2)
+    const order = Array.from({ length: this.size }, (_, i) => this.slot(i))
+    const seqs = new Float64Array(allocated)
+    const durations = new Float64Array(allocated)
+    const inputs = new Int32Array(allocated)
+    const outputs = new Int32Array(allocated)
+    const codes = new Uint8Array(allocated)
+    const callIds = new Array<string | undefined>(allocated)
+    const toolNames = new Array<string>(allocated)
+    const callers = new Array<string | null>(allocated)
+    const errorTypes = new Array<string | null>(allocated)
+    order.forEach((from, to) => {
+      seqs[to] = this.seqs[from]!
+      durations[to] = this.durations[from]!
+      inputs[to] = this.inputs[from]!
+      outputs[to] = this.outputs[from]!
+      codes[to] = this.codes[from]!
+      callIds[to] = this.callIds[from]
+      toolNames[to] = this.toolNames[from]!
+      callers[to] = this.callers[from]!
+      errorTypes[to] = this.errorTypes[from]!
+    })
+    Object.assign(this, { seqs, durations, inputs, outputs, codes, callIds, toolNames, callers, errorTypes })
+    this.allocated = allocated
+    this.head = 0
+  }
+
+  private recordAt(slot: number): ProfileRecord {
+    const code = this.codes[slot]!
+    const input = this.inputs[slot]!
+    const output = this.outputs[slot]!
+    return {
+      call_id: this.callIds[slot] ?? this.generatedId(this.seqs[slot]!),
+      tool_name: this.toolNames[slot]!,
+      origin: origins[code >> 2]!,
+      status: statuses[code & 3]!,
+      duration_ms: this.durations[slot]!,
+      input_chars: input < 0 ? null : input,
+      output_chars: output < 0 ? null : output,
+      caller_tool_name: this.callers[slot]!,
+      error_type: this.errorTypes[slot]!
+    }
   }
 
   /** Records in the window, newest dispatch first, optionally for one tool. */
   records(name?: string): Array<ProfileRecord> {
     const out: Array<ProfileRecord> = []
-    for (let i = this.window.length - 1; i >= this.head; i--) {
-      const record = this.window[i]!
-      if (name === undefined || record.tool_name === name) out.push(toRecord(record))
+    for (let i = this.size - 1; i >= 0; i--) {
+      const slot = this.slot(i)
+      if (name === undefined || this.toolNames[slot] === name) out.push(this.recordAt(slot))
     }
     return out
   }
@@ -144,16 +269,5 @@ export class Profiler {
       next_offset: end < calls.length ? end : null,
       call_capacity: this.capacity
     }
-  }
-
-  statusCount(name: string, status: ToolCallStatus): number {
-    const stats = this.stats(name)
-    return status === "completed"
-      ? stats.completed_count
-      : status === "failed"
-      ? stats.failed_count
-      : status === "cancelled"
-      ? stats.cancelled_count
-      : stats.rejected_count
   }
 }
