@@ -89,11 +89,11 @@ export class JitHarnessExtension implements AgentExtension {
         management: false,
         guidelines: tool.guidelines
       })),
-      ...exposure.tools.map((tool) => ({
+      ...[...exposure.tools, ...harness.operationTools()].map((tool) => ({
         name: tool.name,
         description: tool.description,
         parameters: tool.parameters,
-        deferLoading: tool.deferLoading,
+        deferLoading: "deferLoading" in tool && tool.deferLoading === true,
         executionMode: "serial" as const,
         management: true,
         guidelines: null

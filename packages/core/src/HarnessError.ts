@@ -20,7 +20,8 @@ export const RejectionReason = Schema.Literal(
   "Unloaded",
   "MissingBinding",
   "DepthExceeded",
-  "NoActiveInvocation"
+  "NoActiveInvocation",
+  "BudgetExhausted"
 )
 
 /** @since 0.1.0 @category errors */
@@ -107,12 +108,42 @@ export class InvalidToolRequest extends Schema.TaggedError<InvalidToolRequest>()
     "NoSource",
     "OffsetOutOfRange",
     "OutOfRange",
-    "UnknownPath"
+    "UnknownPath",
+    "UnknownInvocation"
   ),
   detail: Schema.String
 }) {
   override get message(): string {
     return this.detail
+  }
+}
+
+/** A change or call the harness's policy does not allow (JT-POL, JT-CFG-06). @since 0.1.0 @category errors */
+export class PolicyViolation extends Schema.TaggedError<PolicyViolation>()("PolicyViolation", {
+  name: Schema.String,
+  reason: Schema.Literal(
+    "LanguageNotAllowed",
+    "ToolBudgetExhausted",
+    "RepairBudgetExhausted",
+    "InvocationBudgetExhausted",
+    "LongRunningNotAllowed",
+    "AsyncOperationsNotAllowed",
+    "ConcurrencyLimit"
+  ),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/** A call that ran past its timeout (status `failed`). @since 0.1.0 @category errors */
+export class ToolTimeout extends Schema.TaggedError<ToolTimeout>()("ToolTimeout", {
+  name: Schema.String,
+  seconds: Schema.Number
+}) {
+  override get message(): string {
+    return `'${this.name}' did not finish within ${this.seconds} s and was stopped`
   }
 }
 
@@ -159,6 +190,8 @@ export type HarnessError =
   | InvalidToolRequest
   | ConfigError
   | ToolCancelled
+  | PolicyViolation
+  | ToolTimeout
 
 /** @since 0.1.0 @category refinements */
 export const isHarnessError = (u: unknown): u is HarnessError =>
@@ -173,5 +206,7 @@ const harnessErrorTags = new Set<string>([
   "NameConflict",
   "InvalidToolRequest",
   "ConfigError",
-  "ToolCancelled"
+  "ToolCancelled",
+  "PolicyViolation",
+  "ToolTimeout"
 ])

@@ -11,6 +11,7 @@
  * @since 0.1.0
  */
 import { randomBytes } from "node:crypto"
+import * as AsyncInvocations from "./AsyncInvocations.js"
 import type { CodeRunnerShape, InvocationContext } from "./CodeRunner.js"
 import { ErrorCache } from "./ErrorCache.js"
 import { EventFeed, type SubscribeOptions, type Subscription } from "./EventFeed.js"
@@ -18,17 +19,21 @@ import {
   ConfigError,
   InvalidToolRequest,
   NameConflict,
+  PolicyViolation,
   ToolCancelled,
   ToolNotFound,
   ToolRejected,
+  ToolTimeout,
   ValidationError
 } from "./HarnessError.js"
 import { type InspectionToolExposure, InspectionToolExposure as Exposure } from "./InspectionToolExposure.js"
 import * as JitHarnessSnapshot from "./JitHarnessSnapshot.js"
+import * as JitPolicy from "./JitPolicy.js"
 import type { JitHarnessProfile, ToolStats } from "./JitHarnessProfile.js"
 import type { JsonSchema } from "./JsonSchema.js"
 import * as ManagementHandlers from "./ManagementHandlers.js"
 import * as Measure from "./Measure.js"
+import { PolicyBudget } from "./PolicyBudget.js"
 import { Profiler } from "./Profiler.js"
 import * as TextReader from "./TextReader.js"
 import * as ThrownValue from "./ThrownValue.js"
@@ -38,6 +43,7 @@ import type { CodeLanguage, ToolOrigin } from "./ToolOrigin.js"
 import { type CodeVersion, type Entry, ToolRegistry, type ToolState } from "./ToolRegistry.js"
 import type { CreateToolRequest, ToolAck, UpdateToolRequest } from "./ToolRequest.js"
 import * as TrustedCodeRunner from "./TrustedCodeRunner.js"
+import * as Validator from "./Validator.js"
 
 /** @since 0.1.0 @category models */
 export type BaseTools = ReadonlyArray<ToolDefinition> | Readonly<Record<string, ToolDefinition>>
@@ -79,6 +85,11 @@ export interface JitHarnessOptions {
   /** Where bare imports of trusted code tools resolve from. */
   readonly moduleRoot?: string | undefined
   readonly middleware?: ReadonlyArray<Middleware> | undefined
+  /**
+   * Reference 003's execution policy: languages, budgets of versions, repairs, invocations and
+   * concurrency, and the short timeout of code calls. Without one there are no budgets (D-21).
+   */
+  readonly policy?: JitPolicy.JitPolicyInput | undefined
 }
 
 /** @since 0.1.0 @category models */
@@ -201,6 +212,9 @@ export class JitHarness {
   /** @internal */
   readonly registry: ToolRegistry
   private readonly middleware: ReadonlyArray<Middleware>
+  private operations: AsyncInvocations.AsyncInvocations | undefined
+  /** The policy's budgets, when the harness has a policy. */
+  readonly budget: PolicyBudget | undefined
   private readonly idPrefix = `call_${randomBytes(4).toString("hex")}_`
   private seq = 0
   private mutations: Promise<unknown> = Promise.resolve()
@@ -233,6 +247,7 @@ export class JitHarness {
     }
     this.events = new EventFeed(this.sessionId)
     this.middleware = options.middleware ?? []
+    this.budget = options.policy === undefined ? undefined : new PolicyBudget(JitPolicy.make(options.policy))
     const runners = new Map<CodeLanguage, CodeRunnerShape>()
     if (mode === "trusted") {
       const trusted = TrustedCodeRunner.make({ moduleRoot: options.moduleRoot })
@@ -243,9 +258,33 @@ export class JitHarness {
       this.manageBaseTools,
       runners,
       (name, code, input) =>
-        Promise.resolve(code.invoke(input, this.context(++this.seq, undefined, name, 1, undefined)))
+        Promise.resolve(code.invoke(input, this.context(++this.seq, undefined, name, 1, undefined))),
+      this.budget
     )
     for (const entry of ManagementHandlers.make(this)) this.registry.addManagement(entry)
+    const policy = this.budget?.policy
+    if (policy?.allowAsyncOperations === true) {
+      const operations = new AsyncInvocations.AsyncInvocations(
+        { callTool: (name, args, options) => this.callTool(name, args, options) },
+        policy.maximumConcurrentInvocations,
+        policy.shortInvocationTimeoutSeconds
+      )
+      this.operations = operations
+      const handlers: Record<string, (args: any) => unknown> = {
+        start_invocation: (args: { name: string; arguments?: unknown }) => operations.start(args.name, args.arguments ?? {}),
+        await_invocations: async (args: { invocation_ids: ReadonlyArray<string>; timeout_seconds?: number }) =>
+          AsyncInvocations.budgeted(await operations.await(args.invocation_ids, args.timeout_seconds ?? 0)),
+        cancel_invocation: (args: { invocation_id: string }) => operations.cancel(args.invocation_id)
+      }
+      for (const definition of AsyncInvocations.tools) {
+        this.registry.addManagement({
+          origin: "management",
+          name: definition.name,
+          validate: Validator.compile(definition.parameters, "draft-07"),
+          handler: handlers[definition.name]!
+        })
+      }
+    }
     if (options.tools !== undefined) this.bindBaseTools(options.tools)
     if (snapshot !== undefined) {
       const activation = this.activate(snapshot)
@@ -454,7 +493,41 @@ export class JitHarness {
     if (this.registry.unloaded.size !== 0 && this.registry.unloaded.has(name)) {
       return new ToolRejected({ name, reason: "Unloaded", detail: `tool '${name}' is unloaded; load it with load_tool first` })
     }
+    if (entry.origin === "code" && this.budget !== undefined && !this.budget.trySpendInvocation()) {
+      return new ToolRejected({
+        name,
+        reason: "BudgetExhausted",
+        detail: `the policy's ${this.budget.policy.maximumInvocations} invocations are spent; '${name}' was not run`
+      })
+    }
     return undefined
+  }
+
+  /** A code call under a policy: a concurrency slot, and the short timeout (JT-POL-11/14). */
+  private async invokeWithinPolicy(
+    budget: PolicyBudget,
+    version: CodeVersion,
+    args: unknown,
+    seq: number,
+    callId: string | undefined,
+    name: string,
+    depth: number,
+    signal: AbortSignal | undefined
+  ): Promise<unknown> {
+    const release = await budget.acquire()
+    const controller = new AbortController()
+    const seconds = budget.timeoutSeconds
+    const timeout = new ToolTimeout({ name, seconds })
+    const timer = setTimeout(() => controller.abort(timeout), seconds * 1000)
+    const forward = () => controller.abort(signal?.reason)
+    signal?.addEventListener("abort", forward, { once: true })
+    try {
+      return await abortedBy(version.invoke(args, this.context(seq, callId, name, depth, controller.signal)), controller.signal)
+    } finally {
+      clearTimeout(timer)
+      signal?.removeEventListener("abort", forward)
+      release()
+    }
   }
 
   private async attempt(
@@ -500,7 +573,9 @@ export class JitHarness {
           const problems = version.validate(args)
           if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
           version.inflight++
-          pending = version.invoke(args, this.context(seq, callId, entry.name, depth, signal))
+          pending = this.budget === undefined
+            ? version.invoke(args, this.context(seq, callId, entry.name, depth, signal))
+            : this.invokeWithinPolicy(this.budget, version, args, seq, callId, entry.name, depth, signal)
           break
         }
         case "text": {
@@ -765,10 +840,45 @@ export class JitHarness {
     return out
   }
 
+  // ---------------------------------------------------------------------------------------------
+  // Asynchronous operations (D-19): allowed by the policy's allowAsyncOperations
+
+  private asyncOperations(name: string): AsyncInvocations.AsyncInvocations {
+    if (this.operations === undefined) {
+      throw new PolicyViolation({
+        name,
+        reason: "AsyncOperationsNotAllowed",
+        detail: "asynchronous operations need a policy with allowAsyncOperations: true"
+      })
+    }
+    return this.operations
+  }
+
+  /** Starts a tool call in the background; the result waits for `awaitInvocations`. */
+  startInvocation(name: string, args: unknown = {}): { readonly invocation_id: string } {
+    return this.asyncOperations(name).start(name, args)
+  }
+
+  /** Waits up to `timeoutSeconds` for 1–16 invocations; finished results are handed over once. */
+  awaitInvocations(ids: ReadonlyArray<string>, timeoutSeconds = 0): Promise<AsyncInvocations.AwaitResult> {
+    return this.asyncOperations("await_invocations").await(ids, timeoutSeconds)
+  }
+
+  /** Cancels an invocation; idempotent. */
+  cancelInvocation(id: string): { readonly invocation_id: string; readonly status: string } {
+    return this.asyncOperations("cancel_invocation").cancel(id)
+  }
+
+  /** The asynchronous-operation tools the model may call, when the policy allows them. */
+  operationTools(): ReadonlyArray<{ readonly name: string; readonly description: string; readonly parameters: JsonSchema }> {
+    return this.operations === undefined ? [] : AsyncInvocations.tools
+  }
+
   /** Releases what the harness holds: activated versions, event subscriptions (forgetSession). */
   async release(): Promise<void> {
     if (this.released) return
     this.released = true
+    this.operations?.release()
     this.events.closeAll()
     const disposals: Array<Promise<void>> = []
     for (const entry of this.registry.entries.values()) if (entry.origin === "code") disposals.push(entry.version.dispose())

@@ -75,7 +75,7 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
           state: item.state,
           ...(item.description === null ? {} : { description: previewOf(item.description, catalogPreviewChars) })
         })),
-        total: registry.entries.size - managementTools.length,
+        total: harness.listTools().length,
         next_offset: nextOffset
       })),
 

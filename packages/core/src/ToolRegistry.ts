@@ -13,6 +13,7 @@ import { InvalidToolRequest, NameConflict, PackageError, ToolNotFound } from "./
 import type { JsonSchema } from "./JsonSchema.js"
 import type { JitHarnessSnapshot } from "./JitHarnessSnapshot.js"
 import * as Paging from "./Paging.js"
+import type { PolicyBudget } from "./PolicyBudget.js"
 import { checkContract, checkName, type ToolDefinition, type ToolHandler } from "./Tool.js"
 import type { ToolAck, ToolExample, CreateToolRequest, UpdateToolRequest } from "./ToolRequest.js"
 import { type CodeLanguage, CodeLanguages, type ToolExecutionMode } from "./ToolOrigin.js"
@@ -105,7 +106,8 @@ export class ToolRegistry {
   constructor(
     readonly manageBaseTools: boolean,
     private readonly runners: ReadonlyMap<CodeLanguage, CodeRunnerShape>,
-    private readonly runExample: ExampleInvoker
+    private readonly runExample: ExampleInvoker,
+    private readonly budget?: PolicyBudget
   ) {}
 
   get(name: string): Entry | undefined {
@@ -199,7 +201,7 @@ export class ToolRegistry {
       throw new PackageError({ name, reason: "InvalidPath", path: entryFile, detail: `${entryFile} is the entry module: send it as source` })
     }
     const files = CodePackage.check(name, language, { ...request.files, [entryFile]: request.source })
-    const version = await this.codeVersion(name, language, entrypoint, files, declaredOf(request), request.examples)
+    const version = await this.codeVersion(name, language, entrypoint, files, declaredOf(request), request.examples, false)
     this.entries.set(name, { origin: "code", name, version })
     return { name, status: "loaded" }
   }
@@ -265,7 +267,15 @@ export class ToolRegistry {
       ...current.declared,
       ...declaredOf(request)
     }
-    const version = await this.codeVersion(name, current.language, request.entrypoint ?? current.entrypoint, checked, declared, request.examples)
+    const version = await this.codeVersion(
+      name,
+      current.language,
+      request.entrypoint ?? current.entrypoint,
+      checked,
+      declared,
+      request.examples,
+      true
+    )
     entry.version = version
     this.retire(current)
     return this.ack(entry)
@@ -282,7 +292,7 @@ export class ToolRegistry {
         const entryFile = CodePackage.entryFile(record.language)
         const files = CodePackage.check(record.name, record.language, { ...record.files, [entryFile]: record.source })
         const declared = declaredOf(record)
-        const version = await this.codeVersion(record.name, record.language, record.entrypoint, files, declared, undefined)
+        const version = await this.codeVersion(record.name, record.language, record.entrypoint, files, declared, undefined, null)
         built.push({ origin: "code", name: record.name, version })
       }
       for (const record of snapshot.text_tools) {
@@ -335,8 +345,15 @@ export class ToolRegistry {
     entrypoint: string,
     files: Readonly<Record<string, string>>,
     declared: CodeVersion["declared"],
-    examples: ReadonlyArray<ToolExample> | undefined
+    examples: ReadonlyArray<ToolExample> | undefined,
+    /** Whether the version replaces another (a repair); `null` for a snapshot restore, which spends nothing. */
+    repair: boolean | null
   ): Promise<CodeVersion> {
+    const budget = repair === null ? undefined : this.budget
+    if (budget !== undefined) {
+      budget.checkLanguage(name, language)
+      budget.checkVersion(name, repair === true, examples?.length ?? 0)
+    }
     const runner = this.runnerFor(name, language)
     const entryFile = CodePackage.entryFile(language)
     const versionId = CodePackage.versionId({ kind: "code", language, entrypoint, files, ...declared })
@@ -355,6 +372,7 @@ export class ToolRegistry {
           throw new PackageError({ name, reason: "ExampleFailed", detail: `example ${index + 1}: invalid input: ${problems}` })
         }
         let actual: unknown
+        budget?.trySpendInvocation()
         try {
           actual = await this.runExample(name, code, example.input)
         } catch (cause) {
@@ -369,6 +387,7 @@ export class ToolRegistry {
           })
         }
       }
+      budget?.commitVersion(repair === true)
       return {
         versionId,
         language,
