@@ -42,6 +42,7 @@ import type { ToolErrorReport } from "./ToolErrorReport.js"
 import type { CodeLanguage, ToolOrigin } from "./ToolOrigin.js"
 import { type CodeVersion, type Entry, ToolRegistry, type ToolState } from "./ToolRegistry.js"
 import type { CreateToolRequest, ToolAck, UpdateToolRequest } from "./ToolRequest.js"
+import * as ToolContract from "./ToolContract.js"
 import * as TrustedCodeRunner from "./TrustedCodeRunner.js"
 import * as Validator from "./Validator.js"
 
@@ -682,6 +683,62 @@ export class JitHarness {
 
   loadTool(name: string): Promise<ToolAck> {
     return this.serially(() => this.registry.setLoaded(name, true))
+  }
+
+  /**
+   * Creates a code tool from a reference-003 contract (v1 or v2), or, with v2 `replacesToolId`,
+   * replaces the tool whose current version has that id (a repair). Answers the tool's name and
+   * its new version id, the `tool_id` (D-03).
+   */
+  createToolFromContract(
+    input: unknown,
+    options: { readonly contractVersion?: 1 | 2; readonly name?: string } = {}
+  ): Promise<ToolAck & { readonly tool_id: string }> {
+    return this.serially(async () => {
+      const contract = ToolContract.decode(options.contractVersion ?? 1, input)
+      const language = ToolContract.languageOf(contract)
+      if (contract.toolExpectedDuration === "long" && this.budget !== undefined && !this.budget.policy.allowLongRunning) {
+        throw new PolicyViolation({
+          name: options.name ?? "contract",
+          reason: "LongRunningNotAllowed",
+          detail: "the contract expects a long invocation and the policy does not allow long-running tools"
+        })
+      }
+      if (ToolContract.isV2(contract)) {
+        const validate = Validator.compile(contract.outputSchema, "draft-07")
+        contract.examples.forEach((example, index) => {
+          const problems = validate(example.expectedOutput)
+          if (problems !== undefined) {
+            throw new InvalidToolRequest({ reason: "FieldNotAllowed", detail: `examples.${index}.expectedOutput does not match outputSchema: ${problems}` })
+          }
+        })
+      }
+      const replaces = ToolContract.isV2(contract) ? contract.replacesToolId : undefined
+      let ack: ToolAck
+      if (replaces !== undefined) {
+        const replaced = Array.from(this.registry.entries.values()).find(
+          (entry): entry is Extract<Entry, { origin: "code" }> => entry.origin === "code" && entry.version.versionId === replaces
+        )
+        if (replaced === undefined) {
+          throw new InvalidToolRequest({ reason: "UnknownPath", detail: `no current tool version has the id ${replaces}` })
+        }
+        if (replaced.version.language !== language) {
+          throw new InvalidToolRequest({ name: replaced.name, reason: "FieldNotAllowed", detail: "a replacement keeps the language of the tool it replaces" })
+        }
+        const request = ToolContract.toCreateRequest(contract, replaced.name)
+        ack = await this.registry.update({
+          name: replaced.name,
+          source: request.source,
+          entrypoint: request.entrypoint,
+          ...(request.description === undefined ? {} : { description: request.description, guidelines: request.guidelines, parameters: request.parameters }),
+          ...(request.examples === undefined ? {} : { examples: request.examples })
+        })
+      } else {
+        ack = await this.registry.create(ToolContract.toCreateRequest(contract, options.name ?? ToolContract.defaultName(contract)))
+      }
+      const entry = this.registry.get(ack.name) as Extract<Entry, { origin: "code" }>
+      return { ...ack, tool_id: entry.version.versionId }
+    })
   }
 
   /** Binds application base tools (BASE-02: later registrations are adopted before dispatch). */
