@@ -1,0 +1,222 @@
+import { describe, expect, it } from "vitest"
+import { HarnessError, JitHarness, JitPolicy } from "../src/index.js"
+
+const slowTool = `export const slow = tool({
+  description: "Wait, then answer.",
+  guidelines: "Use to wait.",
+  parameters: { type: "object", properties: { ms: { type: "integer" } }, required: ["ms"] }
+}, async ({ ms }, context) => {
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms)
+    context.signal?.addEventListener("abort", () => { clearTimeout(timer); reject(context.signal.reason) })
+  })
+  return ms
+})`
+
+const echo = (body = "args") =>
+  `export const echo = tool({ description: "Echo.", guidelines: "Use to echo." }, (args) => ${body})`
+
+const failure = async (promise: Promise<unknown>) => {
+  try {
+    await promise
+  } catch (error) {
+    return error as { _tag: string; reason?: string; message: string }
+  }
+  throw new Error("expected a failure")
+}
+
+describe("JitPolicy (JT-POL, JT-CFG, JT-PRF-01)", () => {
+  it("applies 003's defaults for a newly configured policy", () => {
+    const policy = JitPolicy.make({})
+    expect(policy).toMatchObject({
+      allowedLanguages: ["Python"],
+      allowLongRunning: false,
+      allowAsyncOperations: false,
+      returnExecutionErrors: false,
+      maximumInvocations: 16,
+      maximumConcurrentInvocations: 2,
+      maximumRuntimeEnvironments: 2,
+      maximumRepairs: 1,
+      shortInvocationTimeoutSeconds: 200,
+      provisioningTimeoutSeconds: 1800,
+      leaseLifetimeSeconds: 3600,
+      maximumTools: 8,
+      invocationTimeoutSeconds: 1800
+    })
+  })
+
+  it.each([
+    [{ maximumInvocations: 0 }, "maximumInvocations"],
+    [{ maximumInvocations: 6401 }, "maximumInvocations"],
+    [{ maximumConcurrentInvocations: 9 }, "maximumConcurrentInvocations"],
+    [{ maximumRepairs: 9 }, "maximumRepairs"],
+    [{ shortInvocationTimeoutSeconds: 225 }, "shortInvocationTimeoutSeconds"],
+    [{ invocationTimeoutSeconds: 224 }, "invocationTimeoutSeconds"],
+    [{ allowedLanguages: [] }, "allowedLanguages"],
+    [{ allowedLanguages: ["Python", "Python"] }, "allowedLanguages"],
+    [{ allowedLanguages: ["Ruby"] }, "allowedLanguages"],
+    [{ maximumTools: 17 }, "maximumTools"],
+    [{ leaseLifetimeSeconds: 29 }, "leaseLifetimeSeconds"]
+  ])("rejects %j with a ConfigError naming %s", (input, field) => {
+    const error = (() => {
+      try {
+        JitPolicy.make(input as never)
+      } catch (e) {
+        return e as HarnessError.ConfigError
+      }
+    })()
+    expect(error?._tag).toBe("ConfigError")
+    expect(error?.message).toContain(field)
+  })
+
+  it("rejects concurrency above the invocation budget (JT-POL-11)", () => {
+    expect(() => JitPolicy.make({ maximumInvocations: 2, maximumConcurrentInvocations: 3 })).toThrow(/cannot exceed/)
+  })
+
+  it("intersects a request with a profile ceiling and never widens it (JT-PRF-01/02)", () => {
+    const ceiling = JitPolicy.make({ allowedLanguages: ["Python", "Bash"], maximumInvocations: 10, allowAsyncOperations: true })
+    const request = JitPolicy.make({
+      allowedLanguages: ["Python", "JavaScript"],
+      maximumInvocations: 100,
+      allowAsyncOperations: true,
+      allowLongRunning: true
+    })
+    const effective = JitPolicy.intersect(ceiling, request)
+    expect(effective.allowedLanguages).toEqual(["Python"])
+    expect(effective.maximumInvocations).toBe(10)
+    expect(effective.allowAsyncOperations).toBe(true)
+    expect(effective.allowLongRunning).toBe(false)
+    expect(() => JitPolicy.intersect(ceiling, JitPolicy.make({ allowedLanguages: ["C#"] }))).toThrow(/no requested language/)
+  })
+})
+
+describe("a harness under a policy", () => {
+  it("refuses languages the policy does not allow (JT-POL-04)", async () => {
+    const harness = new JitHarness({ policy: { allowedLanguages: ["Python"] } })
+    const error = await failure(harness.createTool({ entrypoint: "echo", source: echo() }))
+    expect(error._tag).toBe("PolicyViolation")
+    expect(error.reason).toBe("LanguageNotAllowed")
+    expect(harness.listTools()).toEqual([])
+  })
+
+  it("bounds tool versions and repairs, and a failed creation spends nothing (JT-CFG-06, JT-POL-13, D-20)", async () => {
+    const harness = new JitHarness({ policy: { allowedLanguages: ["JavaScript"], maximumTools: 2, maximumRepairs: 1 } })
+    expect((await failure(harness.createTool({ entrypoint: "echo", source: "export const echo = (" })))._tag).toBe("PackageError")
+    await harness.createTool({ entrypoint: "echo", source: echo() })
+    await harness.updateTool({ name: "echo", source: echo("({ again: args })") })
+    const third = await failure(harness.createTool({ name: "other", entrypoint: "echo", source: echo() }))
+    expect(third.reason).toBe("ToolBudgetExhausted")
+    expect(harness.budget?.versions).toBe(2)
+    expect(harness.budget?.repairs).toBe(1)
+    expect(await harness.callTool("echo", { a: 1 })).toEqual({ again: { a: 1 } })
+  })
+
+  it("rejects calls past the invocation budget before any handler runs, with a rejected record", async () => {
+    const harness = new JitHarness({ policy: { allowedLanguages: ["JavaScript"], maximumInvocations: 2 } })
+    await harness.createTool({ entrypoint: "echo", source: echo() })
+    await harness.callTool("echo", {})
+    await harness.callTool("echo", {})
+    const error = await failure(harness.callTool("echo", {}))
+    expect(error._tag).toBe("ToolRejected")
+    expect(error.reason).toBe("BudgetExhausted")
+    const stats = harness.profileStats("echo")
+    expect([stats.completed_count, stats.rejected_count]).toEqual([2, 1])
+  })
+
+  it("counts example runs against the invocation budget and refuses examples that do not fit (D-20)", async () => {
+    const harness = new JitHarness({ policy: { allowedLanguages: ["JavaScript"], maximumInvocations: 2 } })
+    const examples = [{ input: { a: 1 }, expected_output: { a: 1 } }]
+    await harness.createTool({ entrypoint: "echo", source: echo(), examples })
+    expect(harness.budget?.invocations).toBe(1)
+    const error = await failure(
+      harness.createTool({ name: "echo2", entrypoint: "echo", source: echo(), examples: [...examples, ...examples] })
+    )
+    expect(error.reason).toBe("InvocationBudgetExhausted")
+  })
+
+  it("runs at most maximumConcurrentInvocations code calls at once (JT-POL-11)", async () => {
+    const harness = new JitHarness({ policy: { allowedLanguages: ["JavaScript"], maximumConcurrentInvocations: 1 } })
+    await harness.createTool({
+      entrypoint: "probe",
+      source: `let running = 0, peak = 0
+export const probe = tool({ description: "Measure overlap.", guidelines: "Use in tests." }, async () => {
+  running++; peak = Math.max(peak, running)
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  running--
+  return peak
+})`
+    })
+    const peaks = await Promise.all([harness.callTool("probe"), harness.callTool("probe"), harness.callTool("probe")])
+    expect(Math.max(...(peaks as Array<number>))).toBe(1)
+  })
+
+  it("stops a code call at the short timeout with a ToolTimeout failure (JT-POL-14)", async () => {
+    const harness = new JitHarness({ policy: { allowedLanguages: ["JavaScript"], shortInvocationTimeoutSeconds: 1 } })
+    await harness.createTool({ entrypoint: "slow", source: slowTool })
+    const error = await failure(harness.callTool("slow", { ms: 5_000 }))
+    expect(error._tag).toBe("ToolTimeout")
+    const record = harness.profile("slow").calls[0]
+    expect(record?.status).toBe("failed")
+    expect(record?.error_type).toBe("ToolTimeout")
+  })
+
+  it("has no budgets without a policy (D-21)", async () => {
+    const harness = new JitHarness()
+    await harness.createTool({ entrypoint: "echo", source: echo() })
+    for (let i = 0; i < 40; i++) await harness.callTool("echo", {})
+    expect(harness.budget).toBeUndefined()
+    expect(harness.profileStats("echo").completed_count).toBe(40)
+  })
+})
+
+describe("asynchronous operations (D-19, JT-POL-08)", () => {
+  const withAsync = async (extra: Record<string, unknown> = {}) => {
+    const harness = new JitHarness({
+      policy: { allowedLanguages: ["JavaScript"], allowAsyncOperations: true, maximumInvocations: 100, ...extra }
+    })
+    await harness.createTool({ entrypoint: "slow", source: slowTool })
+    return harness
+  }
+
+  it("are absent unless the policy allows them", async () => {
+    const harness = new JitHarness({ policy: { allowedLanguages: ["JavaScript"] } })
+    expect((await failure(harness.callTool("start_invocation", { name: "x" })))._tag).toBe("ToolNotFound")
+    expect(() => harness.startInvocation("x")).toThrow(/allowAsyncOperations/)
+    expect(harness.operationTools()).toEqual([])
+  })
+
+  it("start answers at once; await returns finished results once and lists the running ids", async () => {
+    const harness = await withAsync()
+    const fast = (await harness.callTool("start_invocation", { name: "slow", arguments: { ms: 10 } })) as { invocation_id: string }
+    const long = (await harness.callTool("start_invocation", { name: "slow", arguments: { ms: 2_000 } })) as { invocation_id: string }
+    const first = (await harness.callTool("await_invocations", {
+      invocation_ids: [fast.invocation_id, long.invocation_id],
+      timeout_seconds: 0.3
+    })) as { finished: Array<{ invocation_id: string; status: string; result: unknown }>; running: Array<string> }
+    expect(first.finished).toEqual([{ invocation_id: fast.invocation_id, tool_name: "slow", status: "completed", result: 10 }])
+    expect(first.running).toEqual([long.invocation_id])
+    expect((await failure(harness.awaitInvocations([fast.invocation_id])))._tag).toBe("InvalidToolRequest")
+    expect(harness.cancelInvocation(long.invocation_id)).toEqual({ invocation_id: long.invocation_id, status: "cancelled" })
+    const second = await harness.awaitInvocations([long.invocation_id], 1)
+    expect(second.finished[0]?.status).toBe("cancelled")
+    expect(harness.profileStats("slow").cancelled_count).toBe(1)
+  })
+
+  it("cancel is idempotent and bounds concurrency and the id count", async () => {
+    const harness = await withAsync({ maximumConcurrentInvocations: 1 })
+    const { invocation_id } = harness.startInvocation("slow", { ms: 1_000 })
+    expect(() => harness.startInvocation("slow", { ms: 1 })).toThrow(/already running/)
+    expect(harness.cancelInvocation(invocation_id).status).toBe("cancelled")
+    expect(harness.cancelInvocation(invocation_id).status).toBe("cancelled")
+    await expect(harness.awaitInvocations([], 0)).rejects.toThrow(/1 to 16/)
+    await expect(harness.awaitInvocations(Array.from({ length: 17 }, () => invocation_id), 0)).rejects.toThrow(/1 to 16/)
+    await expect(harness.awaitInvocations([invocation_id], 500)).rejects.toThrow(/timeout_seconds/)
+  })
+
+  it("releasing the harness cancels what runs and forgets unread results", async () => {
+    const harness = await withAsync()
+    const { invocation_id } = harness.startInvocation("slow", { ms: 5_000 })
+    await harness.release()
+    expect(() => harness.cancelInvocation(invocation_id)).toThrow(/no invocation/)
+  })
+})
