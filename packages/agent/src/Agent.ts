@@ -12,7 +12,9 @@
  */
 import { randomBytes } from "node:crypto"
 import { type BaseTools, HarnessError, isToolDefinition, type ToolDefinition } from "@jitbox/core"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { AgentError } from "./AgentError.js"
 import type { AgentEvent } from "./AgentEvent.js"
 import type { AgentExtension, RequestTool, RequestTools } from "./AgentExtension.js"
@@ -136,7 +138,7 @@ export class Agent {
 
   /** Runs the prompt to the final assistant message. Rejects with `ProviderError` or `AgentError`. */
   run(prompt: string, options: { readonly signal?: AbortSignal } = {}): Promise<RunResult> {
-    return Effect.runPromise(this.runEffect(prompt), options.signal === undefined ? undefined : { signal: options.signal })
+    return settle(this.runEffect(prompt), options.signal)
   }
 
   /** The run as events; iteration ends after `RUN_FINISHED`, or throws the run's error. */
@@ -153,7 +155,7 @@ export class Agent {
           queue.push(event)
           wake?.()
         }
-        Effect.runPromise(agent.runEffect(prompt, push), { signal: controller.signal }).then(
+        settle(agent.runEffect(prompt, push), controller.signal).then(
           () => {
             done = true
             wake?.()
@@ -288,6 +290,12 @@ export class Agent {
     })
   }
 }
+
+/** Runs the effect; rejects with the error itself (`ProviderError`, `AgentError`), not a `FiberFailure` wrapper. */
+const settle = <A, E>(effect: Effect.Effect<A, E>, signal: AbortSignal | undefined): Promise<A> =>
+  Effect.runPromiseExit(effect, signal === undefined ? undefined : { signal }).then((exit) =>
+    Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))
+  )
 
 const toolMessage = (call: ToolCall, content: string, isError: boolean): ToolMessage => ({
   role: "tool",
