@@ -211,7 +211,7 @@ export class Agent {
     return Effect.gen(function*() {
       const runId = `run_${randomBytes(6).toString("hex")}`
       const history = agent.extensions.find((extension) => extension.history !== undefined)?.history
-      const previous = history === undefined ? [] : yield* Effect.promise(() => history.load(agent.sessionId))
+      const previous = history === undefined ? [] : yield* historyStep(() => history.load(agent.sessionId))
       const added: Array<Message> = [{ role: "user", content: prompt }]
       emit({ type: "RUN_STARTED", sessionId: agent.sessionId, runId })
       const forwarding = request.events === undefined ? undefined : forward(request.events, emit)
@@ -227,7 +227,7 @@ export class Agent {
           added.push(message)
           emit({ type: "MESSAGE", message })
           if (message.toolCalls.length === 0) {
-            if (history !== undefined) yield* Effect.promise(() => history.append(agent.sessionId, added))
+            if (history !== undefined) yield* historyStep(() => history.append(agent.sessionId, added))
             request.events?.close()
             if (forwarding !== undefined) yield* Effect.promise(() => forwarding)
             emit({ type: "RUN_FINISHED", runId, content: message.content })
@@ -236,7 +236,7 @@ export class Agent {
           const results = yield* agent.execute(message, tools, request, emit)
           added.push(...results)
         }
-        if (history !== undefined) yield* Effect.promise(() => history.append(agent.sessionId, added))
+        if (history !== undefined) yield* historyStep(() => history.append(agent.sessionId, added))
         return yield* new AgentError({
           reason: "MaxTurnsExceeded",
           detail: `the model still asked for tools after ${agent.maxTurns} turns`
@@ -290,6 +290,13 @@ export class Agent {
     })
   }
 }
+
+/** A history store's load or append: its failure is the run's typed `AgentError` "History", not a defect. */
+const historyStep = <A>(step: () => Promise<A>): Effect.Effect<A, AgentError> =>
+  Effect.tryPromise({
+    try: step,
+    catch: (cause) => cause instanceof AgentError ? cause : new AgentError({ reason: "History", detail: String(cause) })
+  })
 
 /** Runs the effect; rejects with the error itself (`ProviderError`, `AgentError`), not a `FiberFailure` wrapper. */
 const settle = <A, E>(effect: Effect.Effect<A, E>, signal: AbortSignal | undefined): Promise<A> =>
