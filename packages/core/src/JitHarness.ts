@@ -337,15 +337,24 @@ export class JitHarness {
     if (this.attachedRequest !== undefined) {
       throw new InvalidToolRequest({ reason: "FieldNotAllowed", detail: "a request is already attached to this harness" })
     }
-    this.attachedRequest = request
-    this.requestBindings = []
-    if (tools !== undefined) {
-      for (const [name, definition] of this.baseBindings(tools)) {
-        const previous = this.registry.get(name)
-        this.requestBindings.push([name, previous?.origin === "base" ? previous.binding : undefined])
+    const bindings: Array<readonly [string, ToolDefinition | undefined]> = []
+    const added: Array<string> = []
+    try {
+      for (const [name, definition] of tools === undefined ? [] : this.baseBindings(tools)) {
+        const existing = this.registry.get(name)
+        const previous = existing?.origin === "base" ? existing.binding : undefined
         this.registry.bindBase(name, definition)
+        bindings.push([name, previous])
+        if (existing === undefined) added.push(name)
       }
+    } catch (cause) {
+      // A request whose tools cannot be bound is not attached, and binds nothing.
+      for (const [name, previous] of bindings.reverse()) this.registry.bindBase(name, previous)
+      for (const name of added) this.registry.entries.delete(name)
+      throw cause
     }
+    this.attachedRequest = request
+    this.requestBindings = bindings
   }
 
   /** Releases `request` and its bindings; detaching an older request is ignored (LIFE-05). */
