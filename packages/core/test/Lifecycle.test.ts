@@ -85,6 +85,23 @@ describe("attach, detach and active (LIFE-02, LIFE-04, LIFE-05)", () => {
     expect(stateOf(harness, "add")).toBe("unbound")
   })
 
+  it("LIFE-04 an attach whose tools cannot be bound attaches nothing and binds nothing", async () => {
+    const harness = track(new JitHarness({ tools: [adder("application")] }))
+    await harness.createTool({ entrypoint: "twice", source: twiceSource })
+    const other = tool({ name: "other", description: "Another tool.", guidelines: "Use in tests." }, () => "other")
+    const clash = tool({ name: "twice", description: "The application's twice.", guidelines: "Use in tests." }, () => "app")
+    const before = harness.listTools()
+    expect(() => harness.attach({}, [adder("request"), other, clash])).toThrow(HarnessError.NameConflict)
+    expect(harness.active).toBe(false)
+    expect(harness.listTools()).toEqual(before)
+    expect(await harness.callTool("add", { left: 1, right: 2 })).toBe(3)
+
+    const next = {}
+    harness.attach(next, [other])
+    expect(await harness.callTool("other", {})).toBe("other")
+    harness.detach(next)
+  })
+
   it("a request can attach again after it was detached", () => {
     const harness = track(new JitHarness())
     const request = {}
