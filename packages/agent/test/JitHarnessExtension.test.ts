@@ -5,7 +5,7 @@
  * LIFE-03, LIFE-07).
  */
 import { createAgent, InMemoryMessageAccumulator, JitHarnessExtension, ScriptedModel } from "@jitbox/agent"
-import { HarnessError, type JitHarness, JitHarnessSnapshot, tool } from "@jitbox/core"
+import { HarnessError, InspectionToolExposure, type JitHarness, JitHarnessSnapshot, ManagementTools, tool } from "@jitbox/core"
 import { mkdtemp, readFile, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -237,4 +237,55 @@ describe("the request lifecycle (LIFE-01, LIFE-03, LIFE-07)", () => {
     expect(harness.profile().total_calls).toBe(records)
     expect(harness.toolErrors().retained_errors).toBe(errors)
   })
+})
+
+describe("exposure modes through the extension (EXP-06, EXP-08)", () => {
+  const inspect = (mode: InspectionToolExposure) =>
+    recording([
+      calls(["c1", "create_tool", { entrypoint: "twice", source: twiceSource }]),
+      calls(
+        ["c2", "read_tool_source", { name: "twice" }],
+        ["c3", "inspect_tool_stats", { name: "twice" }],
+        ["c4", "create_tool", { kind: "text", name: "inspect_tool_errors", description: "d", source: "m" }],
+        ["c5", "list_tools", {}]
+      ),
+      "done"
+    ])
+
+  it("EXP-06 in Hidden mode the model cannot call an inspection tool by name: it does not exist for it", async () => {
+    const jit = track(new JitHarnessExtension({ inspectionTools: InspectionToolExposure.Hidden }))
+    const { model, requests } = inspect(InspectionToolExposure.Hidden)
+    const agent = await createAgent(model, { config: { sessionId: "a" }, tools: [add], extensions: [jit] })
+    await agent.run("Inspect twice.")
+    const offered = requests[0]!.tools.map((t) => t.name)
+    for (const name of ManagementTools.inspectionToolNames) expect(offered).not.toContain(name)
+
+    const [source, stats, reserved, listed] = requests[2]!.messages.slice(-4) as Array<{ content: string; isError: boolean }>
+    expect(source).toMatchObject({ isError: true, content: "ToolNotFound: no tool named 'read_tool_source' exists in this harness" })
+    expect(stats).toMatchObject({ isError: true })
+    expect(stats!.content).not.toContain("call_count")
+    // EXP-08: the names stay reserved in every mode.
+    expect(reserved).toMatchObject({ isError: true })
+    expect(reserved!.content).toMatch(/^NameConflict: 'inspect_tool_errors' is a reserved management tool name/)
+    expect(listed!.isError).toBe(false)
+    const harness = jit.getHarness("a")
+    expect(harness.profile().calls.map((c) => c.tool_name)).not.toContain("read_tool_source")
+    expect(harness.profile().calls.map((c) => c.tool_name)).not.toContain("inspect_tool_stats")
+    // The application keeps its own view (EXP-06).
+    expect(harness.source("twice")).toMatchObject({ kind: "code", files: { "index.ts": twiceSource } })
+  })
+
+  it.each([InspectionToolExposure.Always, InspectionToolExposure.Deferred])(
+    "EXP-04 EXP-05 in %s mode the model can call the inspection tools",
+    async (mode) => {
+      const jit = track(new JitHarnessExtension({ inspectionTools: mode }))
+      const { model, requests } = inspect(mode)
+      await (await createAgent(model, { config: { sessionId: "a" }, tools: [add], extensions: [jit] })).run("Inspect twice.")
+      const [source, stats, reserved] = requests[2]!.messages.slice(-4) as Array<{ content: string; isError: boolean }>
+      expect(source!.isError).toBe(false)
+      expect(JSON.parse(source!.content)).toMatchObject({ name: "twice", content: twiceSource })
+      expect(JSON.parse(stats!.content)).toMatchObject({ tool_name: "twice", call_count: 0 })
+      expect(reserved!.content).toMatch(/^NameConflict: 'inspect_tool_errors' is a reserved management tool name/)
+    }
+  )
 })

@@ -476,6 +476,21 @@ describe("Activation (SNAP-03, SNAP-08, SNAP-13..16, SNAP-18, SNAP-19)", () => {
     expect(await late.callTool("twice", { value: 3 })).toBe(6)
   })
 
+  it("SNAP-09 a tool's npm dependencies must resolve where the snapshot is activated", async () => {
+    const source = `import { Ajv } from "ajv"
+const validate = new Ajv().compile({ type: "integer" })
+export const is_integer = tool({ description: "Check for an integer.", guidelines: "Use in tests." }, ({ value }) => validate(value))`
+    const snapshot = snapshotOf([codeRecord("is_integer", source)])
+    const here = track(await JitHarness.fromSnapshot(snapshot, { moduleRoot: repoRoot }))
+    expect(await here.callTool("is_integer", { value: 3 })).toBe(true)
+
+    const elsewhere = track(new JitHarness(snapshot, { moduleRoot: directory }))
+    const error = await rejection(elsewhere.ready)
+    expect(error).toBeInstanceOf(HarnessError.PackageError)
+    expect(error.reason).toBe("ImportError")
+    expect(error.message).toContain("ajv")
+  })
+
   it("SNAP-18 base unload marks are kept but only enforced when base tools are managed", async () => {
     const harness = track(new JitHarness({ tools: [add] }))
     await harness.unloadTool("add")
