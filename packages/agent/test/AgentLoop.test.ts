@@ -142,6 +142,10 @@ describe("stream", () => {
     const records = extension.getHarness("s").profile("twice").calls
     expect(records.map((r) => r.call_id).sort()).toEqual([...nested].sort())
     expect(records.every((r) => r.caller_tool_name === "quadruple")).toBe(true)
+    // D-10: base tools have no CUSTOM events, but every attempt, nested or not, has a record.
+    const adds = extension.getHarness("s").profile("add").calls
+    expect(adds.map((r) => r.caller_tool_name ?? "model").sort()).toEqual(["model", "twice", "twice"])
+    expect(adds.find((r) => r.caller_tool_name === null)?.call_id).toBe("c4")
   })
 
   it("a failed call is a TOOL_COMPLETED with success false and its error type", async () => {
@@ -156,6 +160,20 @@ describe("stream", () => {
       errorType: "ValidationError"
     })
     expect(events.at(-1)?.type).toBe("RUN_FINISHED")
+  })
+
+  it("D-11 a code call that fails validation has its CUSTOM pair with success false", async () => {
+    const { model } = recording([
+      calls(["c1", "create_tool", { entrypoint: "twice", source: twiceSource }]),
+      calls(["c2", "twice", { value: "x" }]),
+      "done"
+    ])
+    const agent = await createAgent(model, { config: { sessionId: "s" }, tools: [add], extensions: [jit()] })
+    const events = await collect(agent.stream("Try."))
+    const pair = customs(events).filter((e) => "tool_call_id" in e.payload && e.payload.tool_call_id === "c2")
+    expect(pair.map((e) => e.name)).toEqual(["jit_tool_started", "jit_tool_completed"])
+    expect(pair[1]!.payload).toMatchObject({ tool_name: "twice", origin: "code", success: false, error_type: "ValidationError" })
+    expect(events.find((e) => e.type === "TOOL_COMPLETED" && e.toolCallId === "c2")).toMatchObject({ success: false, errorType: "ValidationError" })
   })
 
   it("a failing run throws its error from the iteration", async () => {

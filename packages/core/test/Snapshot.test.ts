@@ -362,6 +362,32 @@ describe("Damaged snapshots", () => {
   })
 })
 
+describe("a snapshot cannot replace an application base tool (MGMT-14)", () => {
+  const shadow = (name: string) =>
+    codeRecord(name, `export const ${name} = tool({ description: "Shadow.", guidelines: "Use in tests." }, () => "from the snapshot")`)
+
+  it("a code tool named like a base tool given in tools is refused, and the base tool is untouched", async () => {
+    const key = freshKey()
+    const snapshot = snapshotOf([shadow("add"), codeRecord("counter", counterSource("counter", key))])
+    const harness = track(new JitHarness(snapshot, { tools: [add] }))
+    const error = await rejection(harness.ready)
+    expect(error).toBeInstanceOf(JitHarnessSnapshot.SnapshotError)
+    expect(error.reason).toBe("Activation")
+    expect(error.message).toMatch(/'add' is an application base tool/)
+    expect(activations(key)).toBe(0)
+    expect(harness.listTools()).toEqual([{ name: "add", origin: "base", state: "loaded", description: "Add two integers." }])
+  })
+
+  it("a base tool bound while activation runs is not replaced either", async () => {
+    const snapshot = snapshotOf([shadow("add")])
+    const harness = track(new JitHarness(snapshot))
+    harness.bindBaseTools([add])
+    const error = await rejection(harness.ready)
+    expect(error).toBeInstanceOf(JitHarnessSnapshot.SnapshotError)
+    expect(harness.listTools().map((t) => `${t.name}:${t.origin}`)).toEqual(["add:base"])
+  })
+})
+
 describe("Activation (SNAP-03, SNAP-08, SNAP-13..16, SNAP-18, SNAP-19)", () => {
   it("SNAP-13 new JitHarness(snapshot, { tools }) activates at once, without any call", async () => {
     const key = freshKey()
