@@ -12,7 +12,9 @@
  */
 import { randomBytes } from "node:crypto"
 import { type BaseTools, HarnessError, isToolDefinition, type ToolDefinition } from "@jitbox/core"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { AgentError } from "./AgentError.js"
 import type { AgentEvent } from "./AgentEvent.js"
 import type { AgentExtension, RequestTool, RequestTools } from "./AgentExtension.js"
@@ -136,7 +138,7 @@ export class Agent {
 
   /** Runs the prompt to the final assistant message. Rejects with `ProviderError` or `AgentError`. */
   run(prompt: string, options: { readonly signal?: AbortSignal } = {}): Promise<RunResult> {
-    return Effect.runPromise(this.runEffect(prompt), options.signal === undefined ? undefined : { signal: options.signal })
+    return settle(this.runEffect(prompt), options.signal)
   }
 
   /** The run as events; iteration ends after `RUN_FINISHED`, or throws the run's error. */
@@ -153,7 +155,7 @@ export class Agent {
           queue.push(event)
           wake?.()
         }
-        Effect.runPromise(agent.runEffect(prompt, push), { signal: controller.signal }).then(
+        settle(agent.runEffect(prompt, push), controller.signal).then(
           () => {
             done = true
             wake?.()
@@ -209,7 +211,7 @@ export class Agent {
     return Effect.gen(function*() {
       const runId = `run_${randomBytes(6).toString("hex")}`
       const history = agent.extensions.find((extension) => extension.history !== undefined)?.history
-      const previous = history === undefined ? [] : yield* Effect.promise(() => history.load(agent.sessionId))
+      const previous = history === undefined ? [] : yield* historyStep(() => history.load(agent.sessionId))
       const added: Array<Message> = [{ role: "user", content: prompt }]
       emit({ type: "RUN_STARTED", sessionId: agent.sessionId, runId })
       const forwarding = request.events === undefined ? undefined : forward(request.events, emit)
@@ -225,7 +227,7 @@ export class Agent {
           added.push(message)
           emit({ type: "MESSAGE", message })
           if (message.toolCalls.length === 0) {
-            if (history !== undefined) yield* Effect.promise(() => history.append(agent.sessionId, added))
+            if (history !== undefined) yield* historyStep(() => history.append(agent.sessionId, added))
             request.events?.close()
             if (forwarding !== undefined) yield* Effect.promise(() => forwarding)
             emit({ type: "RUN_FINISHED", runId, content: message.content })
@@ -234,7 +236,7 @@ export class Agent {
           const results = yield* agent.execute(message, tools, request, emit)
           added.push(...results)
         }
-        if (history !== undefined) yield* Effect.promise(() => history.append(agent.sessionId, added))
+        if (history !== undefined) yield* historyStep(() => history.append(agent.sessionId, added))
         return yield* new AgentError({
           reason: "MaxTurnsExceeded",
           detail: `the model still asked for tools after ${agent.maxTurns} turns`
@@ -288,6 +290,19 @@ export class Agent {
     })
   }
 }
+
+/** A history store's load or append: its failure is the run's typed `AgentError` "History", not a defect. */
+const historyStep = <A>(step: () => Promise<A>): Effect.Effect<A, AgentError> =>
+  Effect.tryPromise({
+    try: step,
+    catch: (cause) => cause instanceof AgentError ? cause : new AgentError({ reason: "History", detail: String(cause) })
+  })
+
+/** Runs the effect; rejects with the error itself (`ProviderError`, `AgentError`), not a `FiberFailure` wrapper. */
+const settle = <A, E>(effect: Effect.Effect<A, E>, signal: AbortSignal | undefined): Promise<A> =>
+  Effect.runPromiseExit(effect, signal === undefined ? undefined : { signal }).then((exit) =>
+    Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))
+  )
 
 const toolMessage = (call: ToolCall, content: string, isError: boolean): ToolMessage => ({
   role: "tool",

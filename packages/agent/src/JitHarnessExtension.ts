@@ -10,9 +10,11 @@
 import {
   Exposure,
   Guidance,
+  HarnessError,
   JitHarness,
   type JitHarnessOptions,
-  type JitHarnessSnapshot
+  type JitHarnessSnapshot,
+  ManagementTools
 } from "@jitbox/core"
 import type { AgentExtension, RequestInfo, RequestTool, RequestTools } from "./AgentExtension.js"
 import type { Protocol } from "./ModelProvider.js"
@@ -79,6 +81,8 @@ export class JitHarnessExtension implements AgentExtension {
     const token = {}
     harness.attach(token, request.baseTools)
     const exposure = Exposure.exposureFor(harness.inspectionTools, wireProtocol(request.protocol))
+    // A management tool the mode does not expose (the inspection tier in Hidden mode) does not exist for the model (EXP-06).
+    const exposed = new Set(exposure.tools.map((tool) => tool.name))
     const tools = (): ReadonlyArray<RequestTool> => [
       ...harness.modelTools().map((tool) => ({
         name: tool.name,
@@ -106,7 +110,10 @@ export class JitHarnessExtension implements AgentExtension {
         return guidance === "" ? exposure.instructions : `${exposure.instructions}\n\n${guidance}`
       },
       tools,
-      call: (name, args, options) => harness.callTool(name, args, options),
+      call: (name, args, options) =>
+        ManagementTools.isManagementToolName(name) && !exposed.has(name)
+          ? Promise.reject(new HarnessError.ToolNotFound({ name }))
+          : harness.callTool(name, args, options),
       events,
       harness,
       close: async () => {

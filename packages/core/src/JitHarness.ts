@@ -314,15 +314,22 @@ export class JitHarness {
   private async activate(snapshot: JitHarnessSnapshot.JitHarnessSnapshot): Promise<void> {
     const fail = (detail: string) => new JitHarnessSnapshot.SnapshotError({ reason: "Activation", detail })
     const seen = new Set<string>()
+    const taken = (name: string) => this.registry.get(name)?.origin === "base" && !snapshot.base_tools.includes(name)
     for (const name of [...snapshot.tools.map((t) => t.name), ...snapshot.text_tools.map((t) => t.name), ...snapshot.base_tools]) {
       if (seen.has(name)) throw fail(`the name '${name}' appears twice`)
       if (this.registry.get(name)?.origin === "management") throw fail(`'${name}' is a reserved management tool name`)
+      if (taken(name)) throw fail(`'${name}' is an application base tool; a snapshot cannot replace it`)
       seen.add(name)
     }
     for (const name of snapshot.unloaded_tools) {
       if (!seen.has(name)) throw fail(`unloaded_tools names '${name}', which is not in the snapshot`)
     }
     const built = await this.registry.restore(snapshot)
+    const late = built.find((entry) => taken(entry.name))
+    if (late !== undefined) {
+      await Promise.all(built.map((entry) => entry.origin === "code" ? entry.version.dispose() : undefined))
+      throw fail(`'${late.name}' is an application base tool; a snapshot cannot replace it`)
+    }
     for (const name of snapshot.base_tools) if (this.registry.get(name) === undefined) this.registry.bindBase(name, undefined)
     for (const entry of built) this.registry.entries.set(entry.name, entry)
     for (const name of snapshot.unloaded_tools) this.registry.unloaded.add(name)
@@ -381,15 +388,24 @@ export class JitHarness {
     if (this.attachedRequest !== undefined) {
       throw new InvalidToolRequest({ reason: "FieldNotAllowed", detail: "a request is already attached to this harness" })
     }
-    this.attachedRequest = request
-    this.requestBindings = []
-    if (tools !== undefined) {
-      for (const [name, definition] of this.baseBindings(tools)) {
-        const previous = this.registry.get(name)
-        this.requestBindings.push([name, previous?.origin === "base" ? previous.binding : undefined])
+    const bindings: Array<readonly [string, ToolDefinition | undefined]> = []
+    const added: Array<string> = []
+    try {
+      for (const [name, definition] of tools === undefined ? [] : this.baseBindings(tools)) {
+        const existing = this.registry.get(name)
+        const previous = existing?.origin === "base" ? existing.binding : undefined
         this.registry.bindBase(name, definition)
+        bindings.push([name, previous])
+        if (existing === undefined) added.push(name)
       }
+    } catch (cause) {
+      // A request whose tools cannot be bound is not attached, and binds nothing.
+      for (const [name, previous] of bindings.reverse()) this.registry.bindBase(name, previous)
+      for (const name of added) this.registry.entries.delete(name)
+      throw cause
     }
+    this.attachedRequest = request
+    this.requestBindings = bindings
   }
 
   /** Releases `request` and its bindings; detaching an older request is ignored (LIFE-05). */
