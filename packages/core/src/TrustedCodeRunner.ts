@@ -11,7 +11,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks"
 import { randomUUID } from "node:crypto"
-import { builtinModules, createRequire } from "node:module"
+import { builtinModules } from "node:module"
 import * as Posix from "node:path/posix"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -60,8 +60,8 @@ const builtins = new Set(builtinModules)
 const packagePlugin = (source: CodeSource, moduleRoot: string): esbuild.Plugin => ({
   name: "jitbox-package",
   setup(build) {
-    const requireFromRoot = createRequire(Path.join(moduleRoot, "noop.js"))
-    build.onResolve({ filter: /.*/ }, (args) => {
+    build.onResolve({ filter: /.*/ }, async (args) => {
+      if (args.pluginData === resolvingFromRoot) return undefined
       if (args.kind === "entry-point") return { path: source.entryFile, namespace: "jit" }
       if (args.path.startsWith("./") || args.path.startsWith("../")) {
         const found = resolveInPackage(source.files, args.importer, args.path)
@@ -70,11 +70,12 @@ const packagePlugin = (source: CodeSource, moduleRoot: string): esbuild.Plugin =
           : { path: found, namespace: "jit" }
       }
       if (args.path.startsWith("node:") || builtins.has(args.path)) return { path: args.path, external: true }
-      try {
-        return { path: pathToFileURL(requireFromRoot.resolve(args.path)).href, external: true }
-      } catch {
-        return { errors: [{ text: `cannot resolve package '${args.path}' from ${moduleRoot}` }] }
-      }
+      // esbuild's own resolver, from the module root, with import conditions and without NODE_PATH,
+      // as the ESM loader will resolve it at run time.
+      const resolved = await build.resolve(args.path, { kind: "import-statement", resolveDir: moduleRoot, pluginData: resolvingFromRoot })
+      return resolved.errors.length > 0 || resolved.path === ""
+        ? { errors: [{ text: `cannot resolve package '${args.path}' from ${moduleRoot}` }] }
+        : { path: pathToFileURL(resolved.path).href, external: true }
     })
     build.onLoad({ filter: /.*/, namespace: "jit" }, (args) => ({
       contents: source.files[args.path]!,
@@ -82,6 +83,8 @@ const packagePlugin = (source: CodeSource, moduleRoot: string): esbuild.Plugin =
     }))
   }
 })
+
+const resolvingFromRoot = Symbol("resolving from the module root")
 
 const buildError = (source: CodeSource, failure: esbuild.BuildFailure): PackageError => {
   const first = failure.errors[0]
