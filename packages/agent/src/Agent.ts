@@ -280,13 +280,17 @@ export class Agent {
       })
     const calls = message.toolCalls
     return Effect.gen(function*() {
-      const answers = new Map<string, ToolMessage>()
-      const parallel = calls.filter((call) => phase(call) === 0)
-      for (const answer of yield* Effect.forEach(parallel, callOne, { concurrency: "unbounded" })) answers.set(answer.toolCallId, answer)
-      for (const call of calls.filter((c) => phase(c) > 0).sort((a, b) => phase(a) - phase(b))) {
-        answers.set(call.id, yield* callOne(call))
+      const answers = new Array<ToolMessage>(calls.length)
+      const order = calls.map((call, index) => ({ call, index, phase: phase(call) }))
+      const parallel = order.filter((item) => item.phase === 0)
+      const answered = yield* Effect.forEach(parallel, (item) => callOne(item.call), { concurrency: "unbounded" })
+      parallel.forEach((item, i) => {
+        answers[item.index] = answered[i]!
+      })
+      for (const item of order.filter((i) => i.phase > 0).sort((a, b) => a.phase - b.phase)) {
+        answers[item.index] = yield* callOne(item.call)
       }
-      return calls.map((call) => answers.get(call.id)!)
+      return answers
     })
   }
 }

@@ -337,6 +337,12 @@ export class JitHarness {
 
   /** The toolbox as a snapshot: code and text tools, base names and unload marks (SNAP-06/07). */
   snapshot(): JitHarnessSnapshot.JitHarnessSnapshot {
+    if (this.activation !== undefined) {
+      throw new JitHarnessSnapshot.SnapshotError({
+        reason: "Activation",
+        detail: "the harness has not finished activating its snapshot (or failed to); await harness.ready first"
+      })
+    }
     const tools: Array<JitHarnessSnapshot.CodeToolRecord> = []
     const textTools: Array<JitHarnessSnapshot.TextToolRecord> = []
     const baseTools: Array<string> = []
