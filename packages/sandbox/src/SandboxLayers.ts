@@ -85,7 +85,7 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
     {
       layer: "scrubbed-environment",
       active: true,
-      detail: "children get only PATH, HOME, TMPDIR, LANG, LC_ALL, a marker variable and the variables named in options.env"
+      detail: "children get only PATH, HOME, TMPDIR, LANG, LC_ALL, a marker variable, the variables named in options.env (and PWD from bubblewrap)"
     },
     {
       layer: "private-working-directory",
