@@ -89,19 +89,27 @@ globalThis[Symbol.for("jitbox.sandbox.runtime")] = Object.freeze({ tool, ToolExe
 
 let entry
 
-const pathFromStack = (error) => {
+// The file a load error comes from: the first bundle frame of its stack, mapped back through the
+// "// jitbox:<path>" header esbuild writes above each module of the bundle.
+const pathFromStack = async (error) => {
   const stack = error instanceof Error && typeof error.stack === "string" ? error.stack : ""
-  const match = /jitbox:([^\s:()]+)/.exec(stack)
-  return match === null ? undefined : match[1]
+  const frame = /tool\.mjs:(\d+):\d+/.exec(stack)
+  if (frame === null) return undefined
+  const { readFileSync } = await import("node:fs")
+  const lines = readFileSync(new URL("./tool.mjs", import.meta.url), "utf8").split("\n")
+  for (let i = Number(frame[1]) - 1; i >= 0; i--) {
+    const header = /^\/\/ jitbox:(.+)$/.exec(lines[i] ?? "")
+    if (header !== null) return header[1]
+  }
+  return undefined
 }
 
 const load = async (message) => {
   let module
-  process.setSourceMapsEnabled(true)
   try {
     module = await import("./tool.mjs")
   } catch (error) {
-    const path = pathFromStack(error)
+    const path = await pathFromStack(error).catch(() => undefined)
     const detail = `${errorType(error)}: ${errorMessage(error)}`
     return send(path === undefined ? { _tag: "LoadFailed", reason: "ActivationError", detail } : { _tag: "LoadFailed", reason: "ActivationError", path, detail })
   }

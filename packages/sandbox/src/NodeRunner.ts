@@ -169,8 +169,6 @@ export const bundle = async (source: CodeRunner.CodeSource): Promise<string> => 
       platform: "node",
       target: "node20",
       outfile: "tool.mjs",
-      sourcemap: "inline",
-      sourcesContent: false,
       inject: [InjectPath],
       plugins: [filesPlugin(source.files)],
       logLevel: "silent",

@@ -196,7 +196,7 @@ const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
         bwrapDetail = `bwrap is installed but unusable here (${String(plain.stderr ?? plain.error).trim()})`
       }
     }
-    bwrapDetail ??= "network, pid, ipc, uts and user namespaces; a new session; read-only /usr and /etc, a private /tmp tmpfs; the package directory read-only under /mnt; nothing else of the host file system (no /root, /home, /work, /var)"
+    bwrapDetail ??= "mount, network, pid, ipc, uts and user namespaces; a new session; read-only /usr and /etc, a private /tmp tmpfs; the package directory read-only under /mnt; nothing else of the host file system (no /root, /home, /work, /var)"
   }
   let python: PythonInfo | undefined
   let pythonDetail: string
