@@ -1,10 +1,12 @@
 # jitbox sandbox: the child side for Bash tools (JT-CTR-06), run as `bash --norc --noprofile driver.sh`.
-# Bash cannot parse JSON, so the protocol is reduced: for each invocation the host writes the
-# arguments to $JB_IO/in.json and sends one line on stdin; a pre-forked subshell (its own process
-# group) runs main.sh with stdin from in.json and stdout/stderr into $JB_OUT/stdout and
-# $JB_OUT/stderr, then this driver answers {"_tag":"Output","exitCode":N} and kills whatever the
-# tool left running in its group. The host reads the output file back and checks that it holds
-# exactly one JSON value.
+# Bash cannot parse JSON, so the protocol is reduced. For each invocation the host writes the
+# arguments to $JB_IO/in.json and sends the invocation id on one line. A pre-forked subshell (its
+# own process group) reads it and runs main.sh with stdin from in.json and stdout/stderr into
+# $JB_OUT/stdout and $JB_OUT/stderr; its EXIT trap answers {"_tag":"Output","invocationId":…,
+# "exitCode":N} before the process is torn down. This driver then reaps it, kills whatever the
+# script left running in its group, answers {"_tag":"Reaped","exitCode":N} (which also ends an
+# invocation whose script exec'd or replaced the trap) and forks the next subshell. The host reads
+# the output file back and checks that it holds exactly one JSON value.
 __jb_pkg=$JB_PKG __jb_io=$JB_IO __jb_out=$JB_OUT
 unset JB_PKG JB_IO JB_OUT
 
@@ -43,14 +45,17 @@ printf '{"_tag":"Loaded","metadata":{}}\n'
 set -m
 while :; do
   (
-    IFS= read -r __jb_line || { kill -KILL $$; exit 0; }
-    exec <"$__jb_io/in.json" >"$__jb_out/stdout" 2>"$__jb_out/stderr"
-    unset __jb_line
+    IFS= read -r __jb_id || { kill -KILL $$; exit 0; }
+    exec 3>&1 <"$__jb_io/in.json" >"$__jb_out/stdout" 2>"$__jb_out/stderr"
+    trap 'printf '\''{"_tag":"Output","invocationId":"%s","exitCode":%d}\n'\'' "$__jb_id" "$?" >&3' EXIT
+    # a resource limit ends the script with the status of its signal, as if bash had not caught it
+    trap 'exit 152' XCPU
+    trap 'exit 153' XFSZ
     set +m
     source "$__jb_pkg/main.sh"
   ) &
   wait $!
   __jb_rc=$?
   kill -KILL -- -$! 2>/dev/null
-  printf '{"_tag":"Output","exitCode":%d}\n' "$__jb_rc"
+  printf '{"_tag":"Reaped","exitCode":%d}\n' "$__jb_rc"
 done

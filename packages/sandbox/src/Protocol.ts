@@ -117,11 +117,14 @@ export const ChildMessage = Schema.Union(Loaded, LoadFailed, Result, Failed, Cal
 /** @since 0.1.0 @category child messages */
 export type ChildMessage = typeof ChildMessage.Type
 
-/** A bash invocation ended; its stdout and stderr are in files the host reads back. @since 0.1.0 @category child messages */
-export const Output = Schema.TaggedStruct("Output", { exitCode: Schema.Number })
+/** A bash invocation ended (its subshell's EXIT trap); its stdout and stderr are in files the host reads back. @since 0.1.0 @category child messages */
+export const Output = Schema.TaggedStruct("Output", { invocationId: Schema.String, exitCode: Schema.Number })
+
+/** The driver reaped the subshell of the oldest invocation not yet reaped; ends it if no `Output` did. @since 0.1.0 @category child messages */
+export const Reaped = Schema.TaggedStruct("Reaped", { exitCode: Schema.Number })
 
 /** @since 0.1.0 @category child messages */
-export const BashMessage = Schema.Union(Loaded, LoadFailed, Output)
+export const BashMessage = Schema.Union(Loaded, LoadFailed, Output, Reaped)
 
 /** @since 0.1.0 @category child messages */
 export type BashMessage = typeof BashMessage.Type

@@ -32,6 +32,7 @@ describe("BashRunner", () => {
         "case $mode in",
         "  *exit*) echo '\"exited\"'; exit 0 ;;",
         "  *exec*) exec echo '\"exec\"' ;;",
+        "  *untrap*) trap - EXIT; echo '\"untrapped\"'; exit 0 ;;",
         "esac",
         "echo \"$count\""
       ])
@@ -40,6 +41,7 @@ describe("BashRunner", () => {
     expect(await code.invoke("plain", context())).toBe(1)
     expect(await code.invoke("exit", context())).toBe("exited")
     expect(await code.invoke("exec", context())).toBe("exec")
+    expect(await code.invoke("untrap", context())).toBe("untrapped")
     expect(await code.invoke("plain", context())).toBe(1)
     await code.dispose()
   })

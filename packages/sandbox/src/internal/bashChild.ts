@@ -1,8 +1,9 @@
 /**
  * A Bash child: the driver script (runtime/bash-driver.sh) runs one invocation at a time in a
- * pre-forked subshell. The host writes the arguments to `in.json`, sends one line, waits for
- * `{"_tag":"Output","exitCode":N}` and reads the script's stdout back from a file, which must hold
- * exactly one JSON value (JT-CTR-06). Concurrent invocations of one version queue here.
+ * pre-forked subshell. The host writes the arguments to `in.json`, sends the invocation id, waits
+ * for `Output` (or, if the script exec'd or replaced its EXIT trap, `Reaped`) and reads the
+ * script's stdout back from a file, which must hold exactly one JSON value (JT-CTR-06). Concurrent
+ * invocations of one version queue here.
  */
 import type { CodeRunner } from "@jitbox/core"
 import { HarnessError } from "@jitbox/core"
@@ -14,6 +15,9 @@ import type { SandboxErrorReason } from "../SandboxError.js"
 import { cancelled, ChildBase, type ChildHooks, classifyExit, encodeArgs, tick } from "./child.js"
 
 interface Job {
+  id: string
+  /** Answered (by `Output` or `Reaped`); its subshell may still await `Reaped`. */
+  answered: boolean
   readonly argsJson: string
   readonly context: CodeRunner.InvocationContext
   readonly resolve: (value: unknown) => void
@@ -32,6 +36,9 @@ export interface BashFiles {
 export class BashChild extends ChildBase {
   private readonly queue: Array<Job> = []
   private current: Job | undefined
+  /** Jobs whose subshell the driver has not reaped yet, oldest first. */
+  private readonly unreaped: Array<Job> = []
+  private sequence = 0
 
   constructor(proc: ChildProcessWithoutNullStreams, hooks: ChildHooks, private readonly files: BashFiles) {
     super(proc, hooks)
@@ -42,7 +49,7 @@ export class BashChild extends ChildBase {
     if (typeof argsJson !== "string") return Promise.reject(this.error(argsJson.reason, argsJson.detail))
     if (context.signal?.aborted === true) return Promise.reject(cancelled(this.hooks.toolName, context))
     return new Promise((resolve, reject) => {
-      const job: Job = { argsJson, context, resolve, reject, timer: undefined, onAbort: undefined }
+      const job: Job = { id: "", answered: false, argsJson, context, resolve, reject, timer: undefined, onAbort: undefined }
       job.timer = setTimeout(() => this.timedOut(job), this.hooks.config.shortTimeoutMs)
       if (context.signal !== undefined) {
         job.onAbort = () => this.cancel(job)
@@ -65,11 +72,16 @@ export class BashChild extends ChildBase {
         return this.pump()
       case "Output": {
         const job = this.current
-        if (job === undefined) return this.fail("ProtocolViolation", "an Output with no invocation running")
-        this.current = undefined
-        this.finishJob(job)
-        this.settle(job, message.exitCode)
-        return this.afterJob()
+        if (job === undefined || job.id !== message.invocationId) {
+          return this.fail("ProtocolViolation", `an Output for invocation '${message.invocationId}', which is not running`)
+        }
+        return this.answer(job, message.exitCode)
+      }
+      case "Reaped": {
+        const job = this.unreaped.shift()
+        if (job === undefined) return this.fail("ProtocolViolation", "a Reaped with no invocation running")
+        if (!job.answered && job === this.current) this.answer(job, message.exitCode)
+        return
       }
     }
   }
@@ -89,12 +101,22 @@ export class BashChild extends ChildBase {
     const job = this.queue.shift()
     if (job === undefined) return
     this.current = job
+    job.id = String(++this.sequence)
     try {
       writeInput(this.files.input, job.argsJson)
     } catch (error) {
       return this.fail("SpawnFailed", `cannot write the arguments file: ${(error as Error).message}`)
     }
-    this.write("go\n")
+    this.unreaped.push(job)
+    this.write(`${job.id}\n`)
+  }
+
+  private answer(job: Job, exitCode: number): void {
+    job.answered = true
+    this.current = undefined
+    this.finishJob(job)
+    this.settle(job, exitCode)
+    this.afterJob()
   }
 
   private settle(job: Job, exitCode: number): void {
