@@ -52,6 +52,29 @@ describe("SandboxRunner", () => {
     expect(closed.reason).toBe("NoRunner")
   })
 
+  it("hands what tools print to onLog, line by line, and survives a throwing sink", async () => {
+    const lines: Array<string> = []
+    const runner = SandboxRunner.make({
+      ...testOptions,
+      onLog: (entry) => {
+        lines.push(`${entry.toolName}: ${entry.line}`)
+        throw new Error("a broken sink")
+      }
+    })
+    try {
+      const node = await runner.activate(source("javascript", {
+        "index.js": `console.log("loading")\nexport const main = tool({ description: "d" }, () => { console.error("from node"); return 1 })`
+      }, { toolName: "printer" }))
+      const python = await runner.activate(source("python", {
+        "__init__.py": "import sys\n@tool(guidelines='g')\ndef main() -> int:\n    print('from', 'python')\n    print('to stderr', file=sys.stderr)\n    return 2\n"
+      }, { toolName: "pyprinter" }))
+      expect([await node.invoke({}, context()), await python.invoke({}, context())]).toEqual([1, 2])
+      expect(lines).toEqual(["printer: loading", "printer: from node", "pyprinter: from python", "pyprinter: to stderr"])
+    } finally {
+      await runner.close()
+    }
+  })
+
   it("reports every isolation layer as data, consistent with this host", () => {
     const layers = SandboxLayers.describeIsolation()
     expect(layers.map((l) => l.layer)).toEqual([

@@ -56,6 +56,7 @@ export class BashChild extends ChildBase {
         context.signal.addEventListener("abort", job.onAbort, { once: true })
       }
       this.queue.push(job)
+      if (this.inflight === 0) this.printedBytes = 0
       this.inflight++
       this.lastUsed = tick()
       this.pump()

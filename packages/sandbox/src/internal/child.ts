@@ -169,6 +169,16 @@ export abstract class ChildBase {
     else this.hooks.onIdle(this)
   }
 
+  protected log(line: string): void {
+    const onLog = this.hooks.config.onLog
+    if (onLog === undefined) return
+    try {
+      onLog({ toolName: this.hooks.toolName, versionId: this.hooks.versionId, line })
+    } catch {
+      // a failing log sink must not take the protocol down
+    }
+  }
+
   protected countPrinted(bytes: number): void {
     this.printedBytes += bytes
     if (this.printedBytes > this.hooks.config.maxLogBytes && this.busy) {
@@ -265,6 +275,7 @@ export class JsonLinesChild extends ChildBase {
     if (context.signal?.aborted === true) return Promise.reject(cancelled(this.hooks.toolName, context))
     const id = String(++this.sequence)
     const timeoutMs = this.hooks.config.shortTimeoutMs
+    if (this.inflight === 0) this.printedBytes = 0
     return new Promise((resolve, reject) => {
       let onAbort: (() => void) | undefined
       if (context.signal !== undefined) {
@@ -314,7 +325,7 @@ export class JsonLinesChild extends ChildBase {
       case "CallTool":
         return this.forwardCall(message, bytes)
       case "Log":
-        this.hooks.config.onLog?.({ toolName: this.hooks.toolName, versionId: this.hooks.versionId, line: message.line })
+        this.log(message.line)
         return this.countPrinted(bytes)
       case "Loaded":
       case "LoadFailed":
