@@ -17,7 +17,7 @@
  *
  * Run: pnpm bench:sandbox   (BENCH_WARM, BENCH_COLD override the iteration counts)
  */
-import type { CodeRunner } from "@jitbox/core"
+import type { CodeRunner } from "../packages/core/src/index.js"
 import type { ChildProcessWithoutNullStreams } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
