@@ -28,8 +28,8 @@ import { SandboxConfig, SandboxLayers, SandboxRunner } from "../packages/sandbox
 type Language = CodeRunner.CodeSource["language"]
 
 const warmIterations = Number(process.env.BENCH_WARM ?? 3000)
-const coldIterations = Number(process.env.BENCH_COLD ?? 25)
-const warmBudgetMs = 15_000
+const coldIterations = Number(process.env.BENCH_COLD ?? 30)
+const warmBudgetMs = 20_000
 
 const options: SandboxConfig.SandboxOptions = { maximumRuntimeEnvironments: 4 }
 const config = SandboxConfig.make(options)

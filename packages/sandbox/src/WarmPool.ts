@@ -52,9 +52,9 @@ export class WarmPool {
     this.children.add(child)
   }
 
-  /** A child finished its last invocation: trim the pool back to the bound. */
-  idle(): void {
-    this.evict(this.maximum)
+  /** A child finished its last invocation or just loaded: trim the pool back to the bound, sparing `child`. */
+  idle(child?: PooledChild): void {
+    this.evict(this.maximum, child)
   }
 
   /** A child died or was retired. */
@@ -71,11 +71,14 @@ export class WarmPool {
     return waitAll(all.map((child) => child.exited), graceMs)
   }
 
-  private evict(keep: number): void {
+  private evict(keep: number, spare?: PooledChild): void {
     while (this.children.size > keep) {
       let oldest: PooledChild | undefined
       for (const child of this.children) {
-        if (child.state === "ready" && !child.busy && (oldest === undefined || child.lastUsed < oldest.lastUsed)) {
+        if (
+          child !== spare && child.state === "ready" && !child.busy &&
+          (oldest === undefined || child.lastUsed < oldest.lastUsed)
+        ) {
           oldest = child
         }
       }

@@ -29,6 +29,18 @@ describe("WarmPool", () => {
     }
   })
 
+  it("trims back to the bound after concurrent activations", async () => {
+    const runner = SandboxRunner.make({ ...testOptions, maximumRuntimeEnvironments: 2 })
+    try {
+      const codes = await Promise.all([runner.activate(counter()), runner.activate(counter()), runner.activate(counter())])
+      expect(runner.poolSize()).toBe(2)
+      for (const code of codes) expect(await count(code)).toBe(1)
+      expect(runner.poolSize()).toBe(2)
+    } finally {
+      await runner.close()
+    }
+  })
+
   it("multiplexes concurrent invocations of one version in its one child", async () => {
     const runner = SandboxRunner.make(testOptions)
     try {

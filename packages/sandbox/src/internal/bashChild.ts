@@ -45,6 +45,8 @@ export class BashChild extends ChildBase {
   }
 
   invoke(args: unknown, context: CodeRunner.InvocationContext): Promise<unknown> {
+    const gone = this.unavailable()
+    if (gone !== undefined) return Promise.reject(gone)
     const argsJson = encodeArgs(args)
     if (typeof argsJson !== "string") return Promise.reject(this.error(argsJson.reason, argsJson.detail))
     if (context.signal?.aborted === true) return Promise.reject(cancelled(this.hooks.toolName, context))

@@ -22,7 +22,7 @@ export interface ChildHooks {
   readonly config: SandboxConfig.SandboxConfig
   /** Marker value to sweep /proc for when the process group alone may not reach every descendant. */
   readonly sweepMarker: string | undefined
-  /** The child has nothing in flight any more. */
+  /** The child has nothing in flight any more, or just loaded; the pool may evict others. */
   readonly onIdle: (child: ChildBase) => void
   /** The child is dead (killed, crashed or retired); it never serves again. */
   readonly onDead: (child: ChildBase) => void
@@ -158,8 +158,13 @@ export abstract class ChildBase {
     this.loadWaiter = undefined
     clearTimeout(waiter.timer)
     this.printedBytes = 0
-    if (answer._tag === "Loaded") this.state = "ready"
+    if (answer._tag === "Loaded") {
+      this.state = "ready"
+      this.lastUsed = tick()
+    }
     waiter.resolve(answer)
+    // a freshly loaded child is the most recently used: trimming the pool now evicts older idle ones
+    if (answer._tag === "Loaded") this.hooks.onIdle(this)
     return true
   }
 
@@ -167,6 +172,10 @@ export abstract class ChildBase {
     this.printedBytes = 0
     if (this.retiring) this.fail("ChildExited", "retired")
     else this.hooks.onIdle(this)
+  }
+
+  protected unavailable(): SandboxError | undefined {
+    return this.state === "ready" ? undefined : this.error("ChildExited", "the child has ended; retry to get a new one")
   }
 
   protected log(line: string): void {
@@ -270,6 +279,8 @@ export class JsonLinesChild extends ChildBase {
   private sequence = 0
 
   invoke(args: unknown, context: CodeRunner.InvocationContext): Promise<unknown> {
+    const gone = this.unavailable()
+    if (gone !== undefined) return Promise.reject(gone)
     const argsJson = encodeArgs(args)
     if (typeof argsJson !== "string") return Promise.reject(this.error(argsJson.reason, argsJson.detail))
     if (context.signal?.aborted === true) return Promise.reject(cancelled(this.hooks.toolName, context))

@@ -45,7 +45,7 @@ export class RunnerContext {
       versionId: source.versionId,
       config: this.config,
       sweepMarker: this.iso.bwrap === undefined ? marker : undefined,
-      onIdle: () => this.pool.idle(),
+      onIdle: (child) => this.pool.idle(child),
       onDead: (child) => this.pool.delete(child),
       onExit: () => this.dirs.remove(childDir)
     }

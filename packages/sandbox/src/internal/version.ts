@@ -49,7 +49,9 @@ export class SandboxedVersion<C extends InvocableChild> implements CodeRunner.Ac
     if (this.disposed || this.ctx.pool.isClosed) {
       throw new SandboxError({ reason: "Cancelled", toolName: this.source.toolName, detail: "this version was disposed" })
     }
-    const child = await this.replacement()
+    let child = await this.replacement()
+    // another activation may have evicted it meanwhile: one more try
+    if (!child.usable) child = await this.replacement()
     if (context.signal?.aborted === true) throw cancelled(this.source.toolName, context)
     return child.invoke(args, context)
   }
