@@ -135,12 +135,6 @@ export abstract class ChildBase {
     this.hooks.onDead(this)
   }
 
-  /** Retire: kill now if idle, else when the last invocation ends. */
-  retire(): void {
-    this.retiring = true
-    if (this.inflight === 0 && this.state === "ready") this.fail("ChildExited", "retired")
-  }
-
   protected abstract onLine(line: string, bytes: number): void
   protected abstract rejectAll(reason: SandboxErrorReason, detail: string): void
 
