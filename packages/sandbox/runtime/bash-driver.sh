@@ -1,0 +1,61 @@
+# jitbox sandbox: the child side for Bash tools (JT-CTR-06), run as `bash --norc --noprofile driver.sh`.
+# Bash cannot parse JSON, so the protocol is reduced. For each invocation the host writes the
+# arguments to $JB_IO/in.json and sends the invocation id on one line. A pre-forked subshell (its
+# own process group) reads it and runs main.sh with stdin from in.json and stdout/stderr into
+# $JB_OUT/stdout and $JB_OUT/stderr; its EXIT trap answers {"_tag":"Output","invocationId":…,
+# "exitCode":N} before the process is torn down. This driver then reaps it, kills whatever the
+# script left running in its group, answers {"_tag":"Reaped","exitCode":N} (which also ends an
+# invocation whose script exec'd or replaced the trap) and forks the next subshell. The host reads
+# the output file back and checks that it holds exactly one JSON value.
+__jb_pkg=$JB_PKG __jb_io=$JB_IO __jb_out=$JB_OUT
+unset JB_PKG JB_IO JB_OUT
+
+__jb_json_string() {
+  local s=$1
+  s=${s//\\/\\\\}
+  s=${s//\"/\\\"}
+  s=${s//$'\n'/\\n}
+  s=${s//$'\r'/\\r}
+  s=${s//$'\t'/\\t}
+  s=${s//[$'\x01'-$'\x1f']/?}
+  printf '"%s"' "$s"
+}
+
+if [[ ! -f $__jb_pkg/main.sh ]]; then
+  printf '{"_tag":"LoadFailed","reason":"MissingEntrypoint","path":"main.sh","detail":"the package has no main.sh"}\n'
+  exit 0
+fi
+
+# Parse main.sh without running it: as the body of a function that is never called.
+IFS= read -r -d '' __jb_src <"$__jb_pkg/main.sh"
+__jb_fn=$'__jb_check() {\n'"$__jb_src"$'\n}'
+__jb_base=$LINENO; if ! eval "$__jb_fn" 2>"$__jb_out/load"; then
+  IFS=$'\n' read -r __jb_err <"$__jb_out/load"
+  __jb_line=${__jb_err#*: line }
+  __jb_line=${__jb_line%%:*}
+  __jb_err=${__jb_err#*: line *: }
+  [[ $__jb_line =~ ^[0-9]+$ ]] && __jb_err="line $((__jb_line - __jb_base)): $__jb_err"
+  printf '{"_tag":"LoadFailed","reason":"CompileError","path":"main.sh","detail":%s}\n' "$(__jb_json_string "main.sh $__jb_err")"
+  exit 0
+fi
+unset -f __jb_check
+unset __jb_src __jb_fn __jb_base
+
+printf '{"_tag":"Loaded","metadata":{}}\n'
+set -m
+while :; do
+  (
+    IFS= read -r __jb_id || { kill -KILL $$; exit 0; }
+    exec 3>&1 <"$__jb_io/in.json" >"$__jb_out/stdout" 2>"$__jb_out/stderr"
+    trap 'printf '\''{"_tag":"Output","invocationId":"%s","exitCode":%d}\n'\'' "$__jb_id" "$?" >&3' EXIT
+    # a resource limit ends the script with the status of its signal, as if bash had not caught it
+    trap 'exit 152' XCPU
+    trap 'exit 153' XFSZ
+    set +m
+    source "$__jb_pkg/main.sh"
+  ) &
+  wait $!
+  __jb_rc=$?
+  kill -KILL -- -$! 2>/dev/null
+  printf '{"_tag":"Reaped","exitCode":%d}\n' "$__jb_rc"
+done

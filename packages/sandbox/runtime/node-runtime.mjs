@@ -1,0 +1,215 @@
+// jitbox sandbox: the child side of the JSON-lines protocol for JavaScript and TypeScript tools.
+// It is copied next to the bundled package (tool.mjs) and run by the host with the Node permission
+// model; it reads host messages on stdin and writes child messages on stdout (see Protocol.ts).
+// The bundle's free references to `tool`, `ToolExecutionMode` and `harness` are bound (esbuild
+// `inject`) to the values this file publishes under Symbol.for("jitbox.sandbox.runtime").
+import { AsyncLocalStorage } from "node:async_hooks"
+
+const MAX_PAYLOAD_BYTES = 262144
+const TOOL = Symbol.for("jitbox.tool")
+const invocation = new AsyncLocalStorage()
+
+const stdout = process.stdout
+const rawWrite = stdout.write.bind(stdout)
+const send = (message) => rawWrite(JSON.stringify(message) + "\n")
+
+// What the tool prints must not corrupt the protocol: stdout and stderr become Log messages.
+const logWriter = (chunk, encoding, callback) => {
+  const text = typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8")
+  const line = text.endsWith("\n") ? text.slice(0, -1) : text
+  const current = invocation.getStore()
+  send(current === undefined ? { _tag: "Log", line } : { _tag: "Log", line, invocationId: current.id })
+  const done = typeof encoding === "function" ? encoding : callback
+  if (typeof done === "function") queueMicrotask(done)
+  return true
+}
+stdout.write = logWriter
+process.stderr.write = logWriter
+
+const ToolExecutionMode = Object.freeze({ Parallel: "parallel", Serial: "serial" })
+
+const tool = (definition, handler) => {
+  if (typeof definition !== "object" || definition === null) {
+    throw new TypeError("tool(definition, handler): definition must be an object { description, guidelines, parameters }")
+  }
+  if (typeof handler !== "function") throw new TypeError("tool(definition, handler): handler must be a function")
+  return Object.freeze({ [TOOL]: true, definition, handler })
+}
+
+const errorType = (error) => {
+  if (error instanceof Error) {
+    return error.name !== "Error" ? error.name : (error.constructor?.name ?? "Error")
+  }
+  return error === null ? "null" : typeof error === "object" ? (error.constructor?.name ?? "Object") : typeof error
+}
+const errorMessage = (error) => error instanceof Error ? error.message : String(error)
+
+let nextRequest = 0
+const calls = new Map()
+
+const toolCallError = (type, message) => {
+  const error = new Error(message)
+  error.name = type
+  return error
+}
+
+const harness = Object.freeze({
+  callTool(name, args = {}) {
+    const current = invocation.getStore()
+    if (current === undefined) {
+      return Promise.reject(toolCallError("ToolRejected", "harness.callTool is only available while a tool invocation runs"))
+    }
+    if (typeof name !== "string") return Promise.reject(new TypeError("harness.callTool(name, args): name must be a string"))
+    let json
+    try {
+      json = JSON.stringify(args ?? {})
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    if (json.length > MAX_PAYLOAD_BYTES / 3 && Buffer.byteLength(json, "utf8") > MAX_PAYLOAD_BYTES) {
+      return Promise.reject(toolCallError("InputTooLarge", `arguments of '${name}' exceed ${MAX_PAYLOAD_BYTES} bytes of JSON`))
+    }
+    const requestId = String(++nextRequest)
+    return new Promise((resolve, reject) => {
+      calls.set(requestId, { resolve, reject })
+      rawWrite(
+        `{"_tag":"CallTool","requestId":"${requestId}","invocationId":${JSON.stringify(current.id)},"name":${JSON.stringify(name)},"args":${json}}\n`
+      )
+    })
+  },
+  get callId() {
+    return invocation.getStore()?.callId
+  },
+  get depth() {
+    return invocation.getStore()?.depth
+  }
+})
+
+globalThis[Symbol.for("jitbox.sandbox.runtime")] = Object.freeze({ tool, ToolExecutionMode, harness })
+
+let entry
+
+// The file a load error comes from: the first bundle frame of its stack, mapped back through the
+// "// jitbox:<path>" header esbuild writes above each module of the bundle.
+const pathFromStack = async (error) => {
+  const stack = error instanceof Error && typeof error.stack === "string" ? error.stack : ""
+  const frame = /tool\.mjs:(\d+):\d+/.exec(stack)
+  if (frame === null) return undefined
+  const { readFileSync } = await import("node:fs")
+  const lines = readFileSync(new URL("./tool.mjs", import.meta.url), "utf8").split("\n")
+  for (let i = Number(frame[1]) - 1; i >= 0; i--) {
+    const header = /^\/\/ jitbox:(.+)$/.exec(lines[i] ?? "")
+    if (header !== null) return header[1]
+  }
+  return undefined
+}
+
+const load = async (message) => {
+  let module
+  try {
+    module = await import("./tool.mjs")
+  } catch (error) {
+    const path = await pathFromStack(error).catch(() => undefined)
+    const detail = `${errorType(error)}: ${errorMessage(error)}`
+    return send(path === undefined ? { _tag: "LoadFailed", reason: "ActivationError", detail } : { _tag: "LoadFailed", reason: "ActivationError", path, detail })
+  }
+  const name = message.entrypoint
+  if (!Object.prototype.hasOwnProperty.call(module, name)) {
+    const exported = Object.keys(module)
+    return send({
+      _tag: "LoadFailed",
+      reason: "MissingEntrypoint",
+      detail: `the entry file exports no '${name}'${exported.length > 0 ? ` (it exports: ${exported.join(", ")})` : ""}`
+    })
+  }
+  const value = module[name]
+  if (typeof value !== "object" || value === null || value[TOOL] !== true) {
+    return send({
+      _tag: "LoadFailed",
+      reason: "EntrypointNotATool",
+      detail: `'${name}' is ${typeof value === "function" ? "a plain function" : typeof value}, not a tool(...) value`
+    })
+  }
+  entry = value
+  const d = value.definition
+  const metadata = {}
+  if (d.description !== undefined) metadata.description = String(d.description)
+  if (d.guidelines !== undefined) metadata.guidelines = String(d.guidelines)
+  if (d.parameters !== undefined) {
+    if (typeof d.parameters !== "object" || d.parameters === null || Array.isArray(d.parameters)) {
+      return send({ _tag: "LoadFailed", reason: "ActivationError", detail: `'${name}': parameters must be a JSON Schema object` })
+    }
+    metadata.parameters = JSON.parse(JSON.stringify(d.parameters))
+  }
+  if (d.executionMode !== undefined) metadata.executionMode = d.executionMode
+  send({ _tag: "Loaded", metadata })
+}
+
+const cpuMs = () => {
+  const usage = process.cpuUsage()
+  return Math.round((usage.user + usage.system) / 1000)
+}
+
+const fail = (id, error) =>
+  send({ _tag: "Failed", invocationId: id, error: { type: errorType(error), message: errorMessage(error) }, cpuMs: cpuMs() })
+
+const reply = (id, value) => {
+  let json
+  try {
+    json = JSON.stringify(value === undefined ? null : value)
+    if (json === undefined) throw new TypeError(`the tool returned a ${typeof value}, which is not JSON`)
+  } catch (error) {
+    return fail(id, error)
+  }
+  if (json.length > MAX_PAYLOAD_BYTES / 3 && Buffer.byteLength(json, "utf8") > MAX_PAYLOAD_BYTES) {
+    return fail(id, toolCallError("OutputTooLarge", `the result exceeds ${MAX_PAYLOAD_BYTES} bytes of JSON`))
+  }
+  rawWrite(`{"_tag":"Result","invocationId":${JSON.stringify(id)},"cpuMs":${cpuMs()},"value":${json}}\n`)
+}
+
+const invoke = (message) => {
+  const id = message.invocationId
+  const store = { id, callId: message.callId, depth: message.depth }
+  let result
+  try {
+    result = invocation.run(store, entry.handler, message.args, store)
+  } catch (error) {
+    return fail(id, error)
+  }
+  // a handler that answers synchronously skips the promise machinery
+  if (typeof result?.then !== "function") return reply(id, result)
+  result.then((value) => reply(id, value), (error) => fail(id, error))
+}
+
+const settleCall = (message) => {
+  const pending = calls.get(message.requestId)
+  if (pending === undefined) return
+  calls.delete(message.requestId)
+  if (message.ok) pending.resolve(message.value)
+  else pending.reject(toolCallError(message.error?.type ?? "Error", message.error?.message ?? "nested call failed"))
+}
+
+const handle = (line) => {
+  const message = JSON.parse(line)
+  switch (message._tag) {
+    case "Invoke":
+      return invoke(message)
+    case "CallResult":
+      return settleCall(message)
+    case "Load":
+      return void load(message)
+  }
+}
+
+let buffered = ""
+process.stdin.setEncoding("utf8")
+process.stdin.on("data", (chunk) => {
+  buffered += chunk
+  let newline
+  while ((newline = buffered.indexOf("\n")) !== -1) {
+    const line = buffered.slice(0, newline)
+    buffered = buffered.slice(newline + 1)
+    handle(line)
+  }
+})
+process.stdin.on("end", () => process.exit(0))

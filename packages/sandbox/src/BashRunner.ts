@@ -1,0 +1,77 @@
+/**
+ * Bash tools (JT-CTR-06): `main.sh` reads one JSON value on stdin and writes exactly one JSON value
+ * to stdout; anything else is a typed error. Bash tools cannot compose (D-24) and declare no
+ * metadata (the request supplies it), so activation reports `metadata: {}`.
+ *
+ * The child is `bash --norc --noprofile runtime/bash-driver.sh` (never `bash -c` over pipes, which
+ * reads ~/.bashrc on Debian). The driver checks that main.sh parses (`CompileError` with its line),
+ * then runs each invocation in a pre-forked subshell in its own process group, so the fork is off
+ * the invocation's path and whatever the script leaves running is killed when it returns.
+ *
+ * @since 0.1.0
+ */
+import type { CodeRunner } from "@jitbox/core"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { BashChild } from "./internal/bashChild.js"
+import type { RunnerContext } from "./internal/context.js"
+import { finishActivation, packageError, writeShipped } from "./internal/version.js"
+
+/** @since 0.1.0 @category constants */
+export const languages: ReadonlyArray<CodeRunner.CodeSource["language"]> = ["bash"]
+
+/** @since 0.1.0 @category constants */
+export const driverFile = new URL("../runtime/bash-driver.sh", import.meta.url)
+
+let driverSource: string | undefined
+
+/**
+ * Activates one version: write the package, start the driver, parse-check main.sh.
+ *
+ * @since 0.1.0 @category running
+ */
+export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<CodeRunner.ActivatedCode> => {
+  const bash = ctx.iso.bash
+  if (bash === undefined) throw packageError(source, "NoRunner", undefined, `${ctx.config.bashPath} not found`)
+  driverSource ??= fs.readFileSync(driverFile, "utf8")
+  const versionDir = ctx.dirs.readOnly("v")
+  try {
+    writeShipped(path.join(versionDir, "driver.sh"), driverSource)
+    const tool = path.join(versionDir, "tool")
+    fs.mkdirSync(tool)
+    fs.chmodSync(tool, 0o755)
+    ctx.dirs.writeFiles(tool, source.files)
+  } catch (error) {
+    ctx.dirs.remove(versionDir)
+    throw packageError(source, "InvalidPath", undefined, `cannot write the package: ${(error as Error).message}`)
+  }
+  const spawnChild = () => spawn(ctx, source, versionDir, bash)
+  return finishActivation(ctx, source, versionDir, spawnChild(), spawnChild, undefined, "main.sh")
+}
+
+const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: string, bash: string): BashChild => {
+  let files: { input: string; output: string } | undefined
+  return ctx.spawn(source, (childDir, marker) => {
+    const pkg = ctx.mount("pkg", versionDir, false)
+    const work = ctx.mount("work", ctx.dirs.private(childDir, "work"), true)
+    const out = ctx.mount("out", ctx.dirs.private(childDir, "out"), true)
+    const ioHost = path.join(childDir, "io")
+    fs.mkdirSync(ioHost)
+    fs.chmodSync(ioHost, 0o755)
+    const io = ctx.mount("io", ioHost, false)
+    files = { input: path.join(ioHost, "in.json"), output: out.host }
+    return {
+      launch: {
+        command: bash,
+        args: ["--norc", "--noprofile", `${pkg.inside}/driver.sh`],
+        env: { JB_PKG: `${pkg.inside}/tool`, JB_IO: io.inside, JB_OUT: out.inside },
+        mounts: [pkg, work, out, io],
+        workDir: work,
+        addressSpaceMiB: ctx.config.limits.memoryMiB,
+        noFork: false,
+        marker
+      },
+      wrap: (proc, hooks) => new BashChild(proc, hooks, files!)
+    }
+  })
+}

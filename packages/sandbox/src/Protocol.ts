@@ -1,0 +1,166 @@
+/**
+ * The JSON-lines protocol between the host and a Node or Python child. Every line is one message
+ * of `HostMessage` (host → child, on the child's stdin) or `ChildMessage` (child → host, on its
+ * stdout). The host decodes every child line with `decodeChildMessage`; anything that does not
+ * decode is a `ProtocolViolation`. Bash children speak the reduced `BashMessage` set, because a
+ * bash script cannot parse JSON: the arguments go in a file and the script's stdout is read back
+ * from a file (see `BashRunner`).
+ *
+ * @since 0.1.0
+ */
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+
+/** JT-LIM-02: the input object JSON and the output JSON are each at most 262,144 UTF-8 bytes. @since 0.1.0 @category constants */
+export const MaxPayloadBytes = 262_144
+
+/** Room for the envelope around a payload on one line. @since 0.1.0 @category constants */
+export const MaxEnvelopeBytes = 4_096
+
+/** The longest line the host accepts from a child before it stops reading and kills it. @since 0.1.0 @category constants */
+export const MaxLineBytes = MaxPayloadBytes + MaxEnvelopeBytes
+
+/** @since 0.1.0 @category schemas */
+export const ErrorInfo = Schema.Struct({ type: Schema.String, message: Schema.String })
+
+/** @since 0.1.0 @category schemas */
+export type ErrorInfo = typeof ErrorInfo.Type
+
+/** @since 0.1.0 @category schemas */
+export const ToolMetadata = Schema.Struct({
+  description: Schema.optional(Schema.String),
+  guidelines: Schema.optional(Schema.String),
+  parameters: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  executionMode: Schema.optional(Schema.Literal("parallel", "serial"))
+})
+
+// host → child
+
+/** Import the package and report its entry point's metadata. @since 0.1.0 @category host messages */
+export const Load = Schema.TaggedStruct("Load", { entrypoint: Schema.String })
+
+/** Run one invocation. `callId` and `depth` are the host's, for the child to expose to the tool. @since 0.1.0 @category host messages */
+export const Invoke = Schema.TaggedStruct("Invoke", {
+  invocationId: Schema.String,
+  callId: Schema.String,
+  depth: Schema.Number,
+  args: Schema.Unknown
+})
+
+/** The answer to a `CallTool`: `value` when `ok`, else `error`. @since 0.1.0 @category host messages */
+export const CallResult = Schema.TaggedStruct("CallResult", {
+  requestId: Schema.String,
+  ok: Schema.Boolean,
+  value: Schema.optional(Schema.Unknown),
+  error: Schema.optional(ErrorInfo)
+})
+
+/** @since 0.1.0 @category host messages */
+export const HostMessage = Schema.Union(Load, Invoke, CallResult)
+
+/** @since 0.1.0 @category host messages */
+export type HostMessage = typeof HostMessage.Type
+
+// child → host
+
+/** Why a package did not load; mirrors the activation reasons of core's `PackageError`. @since 0.1.0 @category schemas */
+export const LoadFailureReason = Schema.Literal(
+  "CompileError",
+  "ImportError",
+  "ActivationError",
+  "MissingEntrypoint",
+  "EntrypointNotATool"
+)
+
+/** @since 0.1.0 @category child messages */
+export const Loaded = Schema.TaggedStruct("Loaded", { metadata: ToolMetadata })
+
+/** @since 0.1.0 @category child messages */
+export const LoadFailed = Schema.TaggedStruct("LoadFailed", {
+  reason: LoadFailureReason,
+  path: Schema.optional(Schema.String),
+  detail: Schema.String
+})
+
+/** `cpuMs` is the child's CPU time so far, so the host can retire a warm child before its CPU rlimit. @since 0.1.0 @category child messages */
+export const Result = Schema.TaggedStruct("Result", {
+  invocationId: Schema.String,
+  value: Schema.Unknown,
+  cpuMs: Schema.optional(Schema.Number)
+})
+
+/** The tool raised: `error.type` is the child-side type name (`ValueError`, `TypeError`, …). @since 0.1.0 @category child messages */
+export const Failed = Schema.TaggedStruct("Failed", {
+  invocationId: Schema.String,
+  error: ErrorInfo,
+  cpuMs: Schema.optional(Schema.Number)
+})
+
+/** A nested call from inside invocation `invocationId`. @since 0.1.0 @category child messages */
+export const CallTool = Schema.TaggedStruct("CallTool", {
+  requestId: Schema.String,
+  invocationId: Schema.String,
+  name: Schema.String,
+  args: Schema.Unknown
+})
+
+/** A line the tool printed (stdout or stderr are redirected here so they cannot corrupt the protocol). @since 0.1.0 @category child messages */
+export const Log = Schema.TaggedStruct("Log", {
+  line: Schema.String,
+  invocationId: Schema.optional(Schema.String)
+})
+
+/** @since 0.1.0 @category child messages */
+export const ChildMessage = Schema.Union(Loaded, LoadFailed, Result, Failed, CallTool, Log)
+
+/** @since 0.1.0 @category child messages */
+export type ChildMessage = typeof ChildMessage.Type
+
+/** A bash invocation ended (its subshell's EXIT trap); its stdout and stderr are in files the host reads back. @since 0.1.0 @category child messages */
+export const Output = Schema.TaggedStruct("Output", { invocationId: Schema.String, exitCode: Schema.Number })
+
+/** The driver reaped the subshell of the oldest invocation not yet reaped; ends it if no `Output` did. @since 0.1.0 @category child messages */
+export const Reaped = Schema.TaggedStruct("Reaped", { exitCode: Schema.Number })
+
+/** @since 0.1.0 @category child messages */
+export const BashMessage = Schema.Union(Loaded, LoadFailed, Output, Reaped)
+
+/** @since 0.1.0 @category child messages */
+export type BashMessage = typeof BashMessage.Type
+
+const decodeChildEither = Schema.decodeUnknownEither(ChildMessage)
+const decodeBashEither = Schema.decodeUnknownEither(BashMessage)
+
+/**
+ * Parses and decodes one line from a Node or Python child. Returns the message, or a string that
+ * says why the line is a protocol violation.
+ *
+ * @since 0.1.0 @category decoding
+ */
+export const decodeChildLine = (line: string): ChildMessage | string => decodeWith(decodeChildEither, line)
+
+/** @since 0.1.0 @category decoding */
+export const decodeBashLine = (line: string): BashMessage | string => decodeWith(decodeBashEither, line)
+
+const decodeWith = <A>(
+  decode: (u: unknown) => Either.Either<A, ParseResult.ParseError>,
+  line: string
+): A | string => {
+  let json: unknown
+  try {
+    json = JSON.parse(line)
+  } catch {
+    return `not JSON: ${preview(line)}`
+  }
+  const decoded = decode(json)
+  return Either.isRight(decoded)
+    ? decoded.right
+    : `not a protocol message: ${preview(line)} (${ParseResult.TreeFormatter.formatErrorSync(decoded.left)})`
+}
+
+/** @since 0.1.0 @category encoding */
+export const encodeLine = (message: HostMessage): string => JSON.stringify(message) + "\n"
+
+/** @since 0.1.0 @category utils */
+export const preview = (text: string, max = 200): string => text.length > max ? `${text.slice(0, max)}…` : text

@@ -1,0 +1,137 @@
+/**
+ * Options of the sandboxed runners and their defaults. Every child gets exactly the environment
+ * built here: nothing of the host's environment leaks unless it is named in `env`. `make` throws
+ * core's `ConfigError` for an option out of range (D-16), at construction.
+ *
+ * @since 0.1.0
+ */
+import { HarnessError } from "@jitbox/core"
+import * as os from "node:os"
+
+/** Resource limits applied to every child with `prlimit` (per process). @since 0.1.0 @category models */
+export interface SandboxLimits {
+  /** Heap / address-space budget. Node gets `--max-old-space-size=memoryMiB` and RLIMIT_AS of memoryMiB + 1024 (V8 reserves ~768 MiB to start); Python and Bash get RLIMIT_AS of memoryMiB. */
+  readonly memoryMiB: number
+  /** RLIMIT_CPU in seconds (SIGXCPU at the soft limit, SIGKILL one second later). Counts the child's lifetime, so a warm child that used half of it is retired when idle. */
+  readonly cpuSeconds: number
+  /** RLIMIT_NOFILE. */
+  readonly openFiles: number
+  /** RLIMIT_NPROC: processes and threads of the child's uid. Only enforced when the child does not run as root (see `runAs`). */
+  readonly processes: number
+  /** RLIMIT_FSIZE in MiB: the largest file a child may write. */
+  readonly fileSizeMiB: number
+  /** Size of the private `/tmp` tmpfs inside bubblewrap. */
+  readonly tmpfsMiB: number
+}
+
+/** @since 0.1.0 @category models */
+export interface SandboxOptions {
+  /** Wall-clock limit of one invocation (D-22, 003's short timeout). Default 200. */
+  readonly shortTimeoutSeconds?: number | undefined
+  /** Wall-clock limit of activation (spawn + import + metadata). Default: `shortTimeoutSeconds`. */
+  readonly activationTimeoutSeconds?: number | undefined
+  /** Warm children kept at most (003 `maximumRuntimeEnvironments`, 1–16, default 2). See `WarmPool`. */
+  readonly maximumRuntimeEnvironments?: number | undefined
+  readonly limits?: Partial<SandboxLimits> | undefined
+  /** Extra environment variables for every child, passed explicitly. Nothing else is inherited. */
+  readonly env?: Readonly<Record<string, string>> | undefined
+  /** Use bubblewrap when it is usable (default true). */
+  readonly bubblewrap?: boolean | undefined
+  /** The uid/gid children run as. Default: 65534 (nobody) when the host runs as root, else the host's own. */
+  readonly runAs?: { readonly uid: number; readonly gid: number } | "host" | undefined
+  /** Absolute interpreter paths. Defaults: `process.execPath`, `/usr/bin/python3` (checked to be ≥ 3.10), `/bin/bash`. */
+  readonly nodePath?: string | undefined
+  readonly pythonPath?: string | undefined
+  readonly bashPath?: string | undefined
+  /** Let Python import site-packages (drops `-S`). Default false. */
+  readonly pythonSite?: boolean | undefined
+  /** Where per-version and per-child directories are created. Default `os.tmpdir()`. */
+  readonly tmpDir?: string | undefined
+  /** Receives what tools print (stdout/stderr are redirected into the protocol). Default: dropped. */
+  readonly onLog?: ((entry: LogEntry) => void) | undefined
+  /** Printed bytes one child may emit while busy before it is killed with `OutputTooLarge`. Default 1 MiB. */
+  readonly maxLogBytes?: number | undefined
+}
+
+/** @since 0.1.0 @category models */
+export interface LogEntry {
+  readonly toolName: string
+  readonly versionId: string
+  readonly line: string
+}
+
+/** @since 0.1.0 @category models */
+export interface SandboxConfig {
+  readonly shortTimeoutMs: number
+  readonly activationTimeoutMs: number
+  readonly maximumRuntimeEnvironments: number
+  readonly limits: SandboxLimits
+  readonly env: Readonly<Record<string, string>>
+  readonly bubblewrap: boolean
+  readonly runAs: { readonly uid: number; readonly gid: number } | undefined
+  readonly nodePath: string
+  readonly pythonPath: string
+  readonly bashPath: string
+  readonly pythonSite: boolean
+  readonly tmpDir: string
+  readonly onLog: ((entry: LogEntry) => void) | undefined
+  readonly maxLogBytes: number
+}
+
+/** @since 0.1.0 @category constants */
+export const defaultLimits: SandboxLimits = {
+  memoryMiB: 512,
+  cpuSeconds: 300,
+  openFiles: 64,
+  processes: 256,
+  fileSizeMiB: 16,
+  tmpfsMiB: 64
+}
+
+/** @since 0.1.0 @category constants */
+export const NobodyId = 65534
+
+/** @since 0.1.0 @category constructors */
+export const make = (options: SandboxOptions = {}): SandboxConfig => {
+  const shortTimeoutSeconds = positive("shortTimeoutSeconds", options.shortTimeoutSeconds ?? 200)
+  const activationTimeoutSeconds = positive(
+    "activationTimeoutSeconds",
+    options.activationTimeoutSeconds ?? shortTimeoutSeconds
+  )
+  const maximumRuntimeEnvironments = options.maximumRuntimeEnvironments ?? 2
+  if (!Number.isInteger(maximumRuntimeEnvironments) || maximumRuntimeEnvironments < 1 || maximumRuntimeEnvironments > 16) {
+    throw new HarnessError.ConfigError({
+      option: "maximumRuntimeEnvironments",
+      detail: `must be an integer in 1–16, got ${maximumRuntimeEnvironments}`
+    })
+  }
+  const limits = { ...defaultLimits, ...options.limits }
+  for (const [key, value] of Object.entries(limits)) positive(`limits.${key}`, value)
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0
+  const runAs = options.runAs === "host"
+    ? undefined
+    : options.runAs ?? (isRoot ? { uid: NobodyId, gid: NobodyId } : undefined)
+  return {
+    shortTimeoutMs: shortTimeoutSeconds * 1000,
+    activationTimeoutMs: activationTimeoutSeconds * 1000,
+    maximumRuntimeEnvironments,
+    limits,
+    env: { ...options.env },
+    bubblewrap: options.bubblewrap ?? true,
+    runAs,
+    nodePath: options.nodePath ?? process.execPath,
+    pythonPath: options.pythonPath ?? "/usr/bin/python3",
+    bashPath: options.bashPath ?? "/bin/bash",
+    pythonSite: options.pythonSite ?? false,
+    tmpDir: options.tmpDir ?? os.tmpdir(),
+    onLog: options.onLog,
+    maxLogBytes: options.maxLogBytes ?? 1024 * 1024
+  }
+}
+
+const positive = (name: string, value: number): number => {
+  if (!(typeof value === "number" && Number.isFinite(value) && value > 0)) {
+    throw new HarnessError.ConfigError({ option: name, detail: `must be a positive number, got ${value}` })
+  }
+  return value
+}

@@ -1,0 +1,359 @@
+/**
+ * Detects which isolation layers are active on this host and reports them as data. A limit that is
+ * silently absent is a bug: every runner reads the same detected `Isolation`, and
+ * `describeIsolation()` tells an application (and the README) exactly what a child gets here.
+ *
+ * Detection runs a few short probes once per configuration (`prlimit … true`, `bwrap … true`,
+ * `python3 -c …`) and caches the answer.
+ *
+ * @since 0.1.0
+ */
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Seccomp from "./internal/seccomp.js"
+import * as SandboxConfig from "./SandboxConfig.js"
+
+/** @since 0.1.0 @category models */
+export interface PythonInfo {
+  readonly path: string
+  readonly version: string
+  /** `sys.implementation.cache_tag`, e.g. `cpython-311`, to ship a precompiled runner. */
+  readonly cacheTag: string
+}
+
+/** One directory of the host root as bubblewrap recreates it. @since 0.1.0 @category models */
+export type RootEntry =
+  | { readonly _tag: "Bind"; readonly path: string }
+  | { readonly _tag: "Symlink"; readonly path: string; readonly target: string }
+
+/** What this host can enforce for a given configuration. @since 0.1.0 @category models */
+export interface Isolation {
+  /** `--permission` (Node ≥ 22.13) or `--experimental-permission` (Node 20), undefined if the node binary has neither. */
+  readonly permissionFlag: "--permission" | "--experimental-permission" | undefined
+  readonly nodeFlags: ReadonlyArray<string>
+  readonly prlimit: string | undefined
+  readonly bwrap: string | undefined
+  readonly bwrapDetail: string
+  readonly rootEntries: ReadonlyArray<RootEntry>
+  /** Path of the no-fork seccomp program when bubblewrap can load it. */
+  readonly seccompFile: string | undefined
+  readonly python: PythonInfo | undefined
+  readonly pythonDetail: string
+  readonly bash: string | undefined
+  readonly runAs: { readonly uid: number; readonly gid: number } | undefined
+}
+
+/** @since 0.1.0 @category models */
+export interface LayerReport {
+  readonly layer: string
+  readonly active: boolean
+  readonly detail: string
+}
+
+const cache = new Map<string, Isolation>()
+
+/** @since 0.1.0 @category constructors */
+export const detect = (config: SandboxConfig.SandboxConfig): Isolation => {
+  const key = JSON.stringify([
+    config.bubblewrap,
+    config.runAs,
+    config.nodePath,
+    config.pythonPath,
+    config.bashPath,
+    config.tmpDir
+  ])
+  const cached = cache.get(key)
+  if (cached !== undefined) return cached
+  const isolation = probe(config)
+  cache.set(key, isolation)
+  return isolation
+}
+
+/**
+ * Every layer, active or not, with what it does or why it is missing.
+ *
+ * @since 0.1.0 @category reporting
+ */
+export const describeIsolation = (options?: SandboxConfig.SandboxOptions): Array<LayerReport> =>
+  report(SandboxConfig.make(options), detect(SandboxConfig.make(options)))
+
+/** @since 0.1.0 @category reporting */
+export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Array<LayerReport> => {
+  const l = config.limits
+  return [
+    {
+      layer: "scrubbed-environment",
+      active: true,
+      detail: "children get only PATH, HOME, TMPDIR, LANG, LC_ALL, a marker variable, the variables named in options.env (and PWD from bubblewrap)"
+    },
+    {
+      layer: "private-working-directory",
+      active: true,
+      detail: "each child runs in its own directory, removed when the child ends; the package directory is separate and read-only"
+    },
+    {
+      layer: "process-group",
+      active: true,
+      detail: "each child leads its own process group (detached); timeout, cancel and close SIGKILL the whole group"
+    },
+    {
+      layer: "node-permission-model",
+      active: iso.permissionFlag !== undefined,
+      detail: iso.permissionFlag !== undefined
+        ? `${iso.permissionFlag} with --allow-fs-read of the version directory only: no fs writes, no child processes, no workers, no addons`
+        : `${config.nodePath} has no permission model: JS/TS children are not restricted by Node`
+    },
+    {
+      layer: "rlimits",
+      active: iso.prlimit !== undefined,
+      detail: iso.prlimit !== undefined
+        ? `${iso.prlimit}: address space (Node ${l.memoryMiB + NodeAddressSpaceExtraMiB} MiB with --max-old-space-size=${l.memoryMiB}, others ${l.memoryMiB} MiB), CPU ${l.cpuSeconds} s, ${l.openFiles} open files, ${l.processes} processes${iso.runAs === undefined && isRoot() ? " (not enforced: children run as root)" : ""}, files ≤ ${l.fileSizeMiB} MiB, no core dumps`
+        : "prlimit (util-linux) not found: children run without address-space, CPU, open-file or process limits"
+    },
+    {
+      layer: "bubblewrap",
+      active: iso.bwrap !== undefined,
+      detail: iso.bwrapDetail
+    },
+    {
+      layer: "seccomp-no-fork",
+      active: iso.seccompFile !== undefined,
+      detail: iso.seccompFile !== undefined
+        ? "Node and Python children cannot create processes (fork/vfork/clone without CLONE_THREAD fail with EPERM); Bash children can, inside their namespaces"
+        : iso.bwrap === undefined
+        ? "needs bubblewrap"
+        : "the seccomp program is written for x86_64 only"
+    },
+    {
+      layer: "unprivileged-uid",
+      active: iso.runAs !== undefined,
+      detail: iso.runAs !== undefined
+        ? `children run as uid ${iso.runAs.uid} gid ${iso.runAs.gid}`
+        : isRoot()
+        ? "children run as root (runAs: \"host\")"
+        : `the host is not root; children run as the host's uid ${process.getuid?.()}`
+    },
+    {
+      layer: "python",
+      active: iso.python !== undefined,
+      detail: iso.pythonDetail
+    },
+    {
+      layer: "bash",
+      active: iso.bash !== undefined,
+      detail: iso.bash !== undefined ? `${iso.bash} --norc --noprofile` : `${config.bashPath} not found`
+    }
+  ]
+}
+
+/** Node reserves about 768 MiB of address space just to start (VERSIONS.md §8). @since 0.1.0 @category constants */
+export const NodeAddressSpaceExtraMiB = 1024
+
+const isRoot = () => typeof process.getuid === "function" && process.getuid() === 0
+
+const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
+  const runAs = config.runAs !== undefined && isRoot() ? config.runAs : undefined
+  const prlimit = findExecutable(["/usr/bin/prlimit", "/bin/prlimit"], ["--nofile=64", "--", "/bin/true"], runAs)
+  const permissionFlag = detectPermissionFlag(config.nodePath)
+  const nodeFlags = detectNodeFlags(config.nodePath)
+  const rootEntries = hostRootEntries([config.nodePath, config.pythonPath, config.bashPath])
+  const seccompFile = Seccomp.supported() ? writeSeccompProgram(config.tmpDir) : undefined
+  let bwrap: string | undefined
+  let bwrapDetail: string
+  let usableSeccomp: string | undefined
+  const bwrapPath = ["/usr/bin/bwrap", "/bin/bwrap"].find(isExecutable)
+  if (!config.bubblewrap) {
+    bwrapDetail = "disabled by options (bubblewrap: false): no network, pid or mount namespaces"
+  } else if (bwrapPath === undefined) {
+    bwrapDetail = "bwrap not found: children share the host's network, pids and file system view"
+  } else {
+    const tryBwrap = (seccomp: string | undefined) => {
+      const fd = seccomp !== undefined ? fs.openSync(seccomp, "r") : undefined
+      try {
+        const args = [
+          ...bwrapArgs(rootEntries, config.limits.tmpfsMiB, [], "/", fd !== undefined),
+          "/bin/true"
+        ]
+        return spawnSync(bwrapPath, args, {
+          env: {},
+          stdio: fd !== undefined ? ["ignore", "ignore", "pipe", fd] : ["ignore", "ignore", "pipe"],
+          timeout: 10_000,
+          ...(runAs ?? {})
+        })
+      } finally {
+        if (fd !== undefined) fs.closeSync(fd)
+      }
+    }
+    const withSeccomp = seccompFile !== undefined ? tryBwrap(seccompFile) : undefined
+    if (withSeccomp?.status === 0) {
+      bwrap = bwrapPath
+      usableSeccomp = seccompFile
+    } else {
+      const plain = tryBwrap(undefined)
+      if (plain.status === 0) bwrap = bwrapPath
+      else {
+        bwrapDetail = `bwrap is installed but unusable here (${String(plain.stderr ?? plain.error).trim()})`
+      }
+    }
+    bwrapDetail ??= "mount, network, pid, ipc, uts and user namespaces; a new session; read-only /usr and /etc, a private /tmp tmpfs; the package directory read-only under /mnt; nothing else of the host file system (no /root, /home, /work, /var)"
+  }
+  let python: PythonInfo | undefined
+  let pythonDetail: string
+  if (!isExecutable(config.pythonPath)) {
+    pythonDetail = `${config.pythonPath} not found: Python tools have no runner on this host`
+  } else {
+    const out = spawnSync(config.pythonPath, [
+      "-I",
+      "-S",
+      "-c",
+      "import sys; print(sys.version_info[0], sys.version_info[1], sys.implementation.cache_tag)"
+    ], { env: {}, encoding: "utf8", timeout: 10_000 })
+    const [major, minor, cacheTag] = String(out.stdout ?? "").trim().split(" ")
+    if (out.status !== 0 || major === undefined || minor === undefined || cacheTag === undefined) {
+      pythonDetail = `${config.pythonPath} did not start: ${String(out.stderr ?? out.error).trim()}`
+    } else if (Number(major) < 3 || (Number(major) === 3 && Number(minor) < 10)) {
+      pythonDetail = `${config.pythonPath} is ${major}.${minor}; Python tools need 3.10 or later`
+    } else {
+      python = { path: config.pythonPath, version: `${major}.${minor}`, cacheTag }
+      pythonDetail = `${config.pythonPath} ${major}.${minor} in isolated mode (-I${
+        config.pythonSite ? "" : " -S"
+      } -B): no user site, no PYTHON* variables, no script directory on sys.path`
+    }
+  }
+  const bash = isExecutable(config.bashPath) ? config.bashPath : undefined
+  return {
+    permissionFlag,
+    nodeFlags,
+    prlimit,
+    bwrap,
+    bwrapDetail,
+    rootEntries,
+    seccompFile: bwrap !== undefined ? usableSeccomp : undefined,
+    python,
+    pythonDetail,
+    bash,
+    runAs
+  }
+}
+
+/**
+ * The bubblewrap arguments up to (not including) the command. `mounts` are bound under the
+ * `/mnt` tmpfs (a new top-level directory cannot be created under a read-only `/`).
+ *
+ * @since 0.1.0 @category internals
+ */
+export const bwrapArgs = (
+  rootEntries: ReadonlyArray<RootEntry>,
+  tmpfsMiB: number,
+  mounts: ReadonlyArray<{ readonly host: string; readonly inside: string; readonly writable: boolean }>,
+  chdir: string,
+  seccomp: boolean
+): Array<string> => {
+  const args = ["--unshare-all", "--die-with-parent", "--new-session"]
+  for (const entry of rootEntries) {
+    if (entry._tag === "Bind") args.push("--ro-bind", entry.path, entry.path)
+    else args.push("--symlink", entry.target, entry.path)
+  }
+  args.push("--dev", "/dev", "--proc", "/proc")
+  args.push("--size", String(tmpfsMiB * 1024 * 1024), "--tmpfs", "/tmp")
+  args.push("--size", String(1024 * 1024), "--tmpfs", "/mnt")
+  for (const mount of mounts) args.push(mount.writable ? "--bind" : "--ro-bind", mount.host, mount.inside)
+  args.push("--chdir", chdir)
+  if (seccomp) args.push("--seccomp", "3")
+  args.push("--")
+  return args
+}
+
+const hostRootEntries = (interpreters: ReadonlyArray<string>): Array<RootEntry> => {
+  const entries: Array<RootEntry> = [{ _tag: "Bind", path: "/usr" }, { _tag: "Bind", path: "/etc" }]
+  for (const top of ["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"]) {
+    try {
+      const stat = fs.lstatSync(top)
+      if (stat.isSymbolicLink()) entries.push({ _tag: "Symlink", path: top, target: fs.readlinkSync(top) })
+      else if (stat.isDirectory()) entries.push({ _tag: "Bind", path: top })
+    } catch {
+      // absent on this host
+    }
+  }
+  const covered = (p: string) =>
+    entries.some((e) => e._tag === "Bind" && (p === e.path || p.startsWith(e.path + "/")))
+  for (const interpreter of interpreters) {
+    let real: string
+    try {
+      real = fs.realpathSync(interpreter)
+    } catch {
+      continue
+    }
+    if (covered(real)) continue
+    // e.g. ~/.nvm/versions/node/v20/bin/node: bind the installation prefix
+    const prefix = path.dirname(path.dirname(real))
+    if (!covered(prefix)) entries.push({ _tag: "Bind", path: prefix })
+  }
+  return entries
+}
+
+const detectPermissionFlag = (nodePath: string): Isolation["permissionFlag"] => {
+  if (samePath(nodePath, process.execPath)) {
+    const flags = process.allowedNodeEnvironmentFlags
+    if (flags.has("--permission")) return "--permission"
+    if (flags.has("--experimental-permission")) return "--experimental-permission"
+    return undefined
+  }
+  const out = spawnSync(nodePath, ["-p", "process.allowedNodeEnvironmentFlags.has('--permission') ? 'p' : process.allowedNodeEnvironmentFlags.has('--experimental-permission') ? 'e' : 'n'"], { env: {}, encoding: "utf8", timeout: 10_000 })
+  const answer = String(out.stdout ?? "").trim()
+  return answer === "p" ? "--permission" : answer === "e" ? "--experimental-permission" : undefined
+}
+
+const detectNodeFlags = (nodePath: string): Array<string> => {
+  const has = samePath(nodePath, process.execPath)
+    ? (flag: string) => process.allowedNodeEnvironmentFlags.has(flag)
+    : () => false
+  const flags: Array<string> = []
+  flags.push(has("--disable-warning") ? "--disable-warning=ExperimentalWarning" : "--no-warnings")
+  if (has("--no-addons")) flags.push("--no-addons")
+  return flags
+}
+
+const samePath = (a: string, b: string) => {
+  try {
+    return fs.realpathSync(a) === fs.realpathSync(b)
+  } catch {
+    return false
+  }
+}
+
+const isExecutable = (p: string): boolean => {
+  try {
+    fs.accessSync(p, fs.constants.X_OK)
+    return fs.statSync(p).isFile()
+  } catch {
+    return false
+  }
+}
+
+const findExecutable = (
+  candidates: ReadonlyArray<string>,
+  probeArgs: ReadonlyArray<string>,
+  runAs: { readonly uid: number; readonly gid: number } | undefined
+): string | undefined => {
+  for (const candidate of candidates) {
+    if (!isExecutable(candidate)) continue
+    const out = spawnSync(candidate, probeArgs, { env: {}, stdio: "ignore", timeout: 10_000, ...(runAs ?? {}) })
+    if (out.status === 0) return candidate
+  }
+  return undefined
+}
+
+const writeSeccompProgram = (tmpDir: string): string | undefined => {
+  try {
+    const dir = fs.mkdtempSync(path.join(tmpDir, "jitbox-seccomp-"))
+    fs.chmodSync(dir, 0o755)
+    const file = path.join(dir, "no-fork.bpf")
+    fs.writeFileSync(file, Seccomp.noForkProgram(), { mode: 0o644 })
+    process.once("exit", () => fs.rmSync(dir, { recursive: true, force: true }))
+    return file
+  } catch {
+    return undefined
+  }
+}

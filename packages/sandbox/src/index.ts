@@ -1,0 +1,44 @@
+/**
+ * @since 0.1.0
+ */
+export * as BashRunner from "./BashRunner.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as NodeRunner from "./NodeRunner.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Protocol from "./Protocol.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as PythonRunner from "./PythonRunner.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SandboxConfig from "./SandboxConfig.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SandboxError from "./SandboxError.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SandboxLayers from "./SandboxLayers.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SandboxRunner from "./SandboxRunner.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as WarmPool from "./WarmPool.js"

@@ -1,0 +1,61 @@
+/**
+ * What every runner of one `SandboxRunner` shares: configuration, detected isolation, the warm
+ * pool, the directories, and the bookkeeping that turns a spawned process into a pooled child.
+ */
+import type { CodeRunner } from "@jitbox/core"
+import type { ChildProcessWithoutNullStreams } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import type * as SandboxConfig from "../SandboxConfig.js"
+import type * as SandboxLayers from "../SandboxLayers.js"
+import type { WarmPool } from "../WarmPool.js"
+import type { ChildBase, ChildHooks } from "./child.js"
+import { Directories } from "./dirs.js"
+import * as Spawn from "./spawn.js"
+
+export class RunnerContext {
+  /** Prefix of every child's marker value. */
+  readonly id = randomBytes(6).toString("hex")
+  readonly dirs: Directories
+  private children = 0
+
+  constructor(
+    readonly config: SandboxConfig.SandboxConfig,
+    readonly iso: SandboxLayers.Isolation,
+    readonly pool: WarmPool
+  ) {
+    this.dirs = Directories.make(config.tmpDir, iso.runAs)
+  }
+
+  /**
+   * Spawns a child in a fresh private directory and registers it with the pool. `build` receives
+   * the child directory and returns the launch plus how to wrap the process.
+   */
+  spawn<C extends ChildBase>(
+    source: CodeRunner.CodeSource,
+    build: (childDir: string, marker: string) => {
+      readonly launch: Spawn.Launch
+      readonly wrap: (proc: ChildProcessWithoutNullStreams, hooks: ChildHooks) => C
+    }
+  ): C {
+    const childDir = this.dirs.readOnly("c")
+    const marker = `${this.id}:${++this.children}`
+    const { launch, wrap } = build(childDir, marker)
+    const hooks: ChildHooks = {
+      toolName: source.toolName,
+      versionId: source.versionId,
+      config: this.config,
+      sweepMarker: this.iso.bwrap === undefined ? marker : undefined,
+      onIdle: (child) => this.pool.idle(child),
+      onDead: (child) => this.pool.delete(child),
+      onExit: () => this.dirs.remove(childDir)
+    }
+    const child = wrap(Spawn.launch(this.iso, this.config, launch), hooks)
+    this.pool.add(child)
+    return child
+  }
+
+  /** A mount of a host directory at `/mnt/<name>` (bubblewrap) or at its own path. */
+  mount(name: string, host: string, writable: boolean): Spawn.Mount {
+    return { host, inside: Spawn.mountPoint(this.iso, name, host), writable }
+  }
+}

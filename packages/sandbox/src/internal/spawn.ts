@@ -1,0 +1,148 @@
+/**
+ * Starts one child with every active layer: prlimit → bwrap → interpreter, a scrubbed environment,
+ * its own process group, the configured uid/gid.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import type * as SandboxConfig from "../SandboxConfig.js"
+import * as SandboxLayers from "../SandboxLayers.js"
+
+/** A host directory and where the child sees it. */
+export interface Mount {
+  readonly host: string
+  readonly inside: string
+  readonly writable: boolean
+}
+
+export interface Launch {
+  /** Absolute interpreter path; bubblewrap binds interpreters at their host paths. */
+  readonly command: string
+  readonly args: ReadonlyArray<string>
+  readonly env: Readonly<Record<string, string>>
+  readonly mounts: ReadonlyArray<Mount>
+  /** The child's working directory (one of `mounts`). */
+  readonly workDir: Mount
+  readonly addressSpaceMiB: number
+  /** Load the no-fork seccomp program when bubblewrap can. */
+  readonly noFork: boolean
+  /** Value of the marker variable, for process accounting. */
+  readonly marker: string
+}
+
+/** The variable every child (and everything it starts) carries, so leftovers can be found in /proc. */
+export const MarkerVariable = "JITBOX_SANDBOX_CHILD"
+
+/** Where a host directory appears inside the child. */
+export const mountPoint = (iso: SandboxLayers.Isolation, name: string, host: string): string =>
+  iso.bwrap !== undefined ? `/mnt/${name}` : host
+
+export const launch = (
+  iso: SandboxLayers.Isolation,
+  config: SandboxConfig.SandboxConfig,
+  spec: Launch
+): ChildProcessWithoutNullStreams => {
+  const argv: Array<string> = []
+  let file = spec.command
+  const limits = config.limits
+  if (iso.prlimit !== undefined) {
+    file = iso.prlimit
+    argv.push(
+      `--as=${spec.addressSpaceMiB * 1024 * 1024}`,
+      `--cpu=${Math.ceil(limits.cpuSeconds)}:${Math.ceil(limits.cpuSeconds) + 1}`,
+      `--nofile=${limits.openFiles}`,
+      `--nproc=${limits.processes}`,
+      `--fsize=${limits.fileSizeMiB * 1024 * 1024}`,
+      "--core=0",
+      "--"
+    )
+  }
+  const seccomp = spec.noFork && iso.seccompFile !== undefined
+  if (iso.bwrap !== undefined) {
+    if (file === spec.command) file = iso.bwrap
+    else argv.push(iso.bwrap)
+    argv.push(...SandboxLayers.bwrapArgs(iso.rootEntries, limits.tmpfsMiB, spec.mounts, spec.workDir.inside, seccomp))
+  }
+  if (file !== spec.command) argv.push(spec.command)
+  argv.push(...spec.args)
+  const env: Record<string, string> = {
+    PATH: "/usr/local/bin:/usr/bin:/bin",
+    HOME: spec.workDir.inside,
+    TMPDIR: iso.bwrap !== undefined ? "/tmp" : spec.workDir.inside,
+    LANG: "C.UTF-8",
+    LC_ALL: "C.UTF-8",
+    ...config.env,
+    ...spec.env,
+    [MarkerVariable]: spec.marker
+  }
+  const seccompFd = seccomp ? fs.openSync(iso.seccompFile!, "r") : undefined
+  try {
+    return spawn(file, argv, {
+      cwd: spec.workDir.host,
+      env,
+      detached: true,
+      stdio: seccompFd !== undefined ? ["pipe", "pipe", "pipe", seccompFd] : ["pipe", "pipe", "pipe"],
+      ...(iso.runAs ?? {})
+    }) as ChildProcessWithoutNullStreams
+  } finally {
+    if (seccompFd !== undefined) fs.closeSync(seccompFd)
+  }
+}
+
+/**
+ * SIGKILL the child's whole process group; with bubblewrap its pid namespace goes with it. Without
+ * bubblewrap a descendant may have left the group (a Bash job, `setsid`), so every process that
+ * still carries the child's marker variable is killed too, now and once more shortly after.
+ */
+export const killGroup = (pid: number | undefined, marker: string | undefined): void => {
+  if (pid !== undefined) {
+    try {
+      process.kill(-pid, "SIGKILL")
+    } catch {
+      try {
+        process.kill(pid, "SIGKILL")
+      } catch {
+        // already gone
+      }
+    }
+  }
+  if (marker !== undefined) {
+    killMarked(`${marker}\0`)
+    setTimeout(() => killMarked(`${marker}\0`), 100).unref()
+  }
+}
+
+/** Pids of live processes whose environment holds `JITBOX_SANDBOX_CHILD=<value starting with prefix>`. */
+export const markedProcesses = (prefix: string): Array<number> => {
+  const needle = Buffer.from(`\0${MarkerVariable}=${prefix}`)
+  const first = Buffer.from(`${MarkerVariable}=${prefix}`)
+  const pids: Array<number> = []
+  let entries: Array<string>
+  try {
+    entries = fs.readdirSync("/proc")
+  } catch {
+    return pids
+  }
+  for (const entry of entries) {
+    const pid = Number(entry)
+    if (!Number.isInteger(pid) || pid === process.pid) continue
+    let environ: Buffer
+    try {
+      environ = fs.readFileSync(`/proc/${pid}/environ`)
+    } catch {
+      continue
+    }
+    if (environ.includes(needle) || environ.subarray(0, first.length).equals(first)) pids.push(pid)
+  }
+  return pids
+}
+
+/** SIGKILL every process whose marker value starts with `prefix` (`<marker>\0` for an exact match). */
+export const killMarked = (prefix: string): void => {
+  for (const pid of markedProcesses(prefix)) {
+    try {
+      process.kill(pid, "SIGKILL")
+    } catch {
+      // gone meanwhile
+    }
+  }
+}

@@ -1,0 +1,123 @@
+import { HarnessError } from "@jitbox/core"
+import * as fs from "node:fs"
+import { afterAll, describe, expect, it } from "vitest"
+import { SandboxError, SandboxRunner } from "../src/index.js"
+import { context, rejection, source, testOptions } from "./helpers.js"
+
+const runner = SandboxRunner.make(testOptions)
+afterAll(() => runner.close())
+
+const sh = (lines: ReadonlyArray<string>) => lines.join("\n") + "\n"
+
+describe("BashRunner", () => {
+  it("reads one JSON value on stdin, writes one on stdout, declares no metadata", async () => {
+    const code = await runner.activate(source("bash", {
+      "main.sh": sh([
+        "IFS= read -r -d '' input",
+        "source ./lib/quote.sh 2>/dev/null || source \"${BASH_SOURCE%/*}/lib/quote.sh\"",
+        "printf '{\"input\": %s, \"quoted\": %s}\\n' \"$input\" \"$(quote hello)\""
+      ]),
+      "lib/quote.sh": "quote() { printf '\"%s\"' \"$1\"; }\n"
+    }, { entrypoint: "" }))
+    expect(code.metadata).toEqual({})
+    expect(await code.invoke({ a: [1, 2] }, context())).toEqual({ input: { a: [1, 2] }, quoted: "hello" })
+    expect(await code.invoke({ b: "two words" }, context())).toEqual({ input: { b: "two words" }, quoted: "hello" })
+    await code.dispose()
+  })
+
+  it("runs each invocation in a fresh subshell: no state leaks, exit and exec behave as in a script", async () => {
+    const code = await runner.activate(source("bash", {
+      "main.sh": sh([
+        "count=$((count + 1))",
+        "mode=$(cat)",
+        "case $mode in",
+        "  *exit*) echo '\"exited\"'; exit 0 ;;",
+        "  *exec*) exec echo '\"exec\"' ;;",
+        "  *untrap*) trap - EXIT; echo '\"untrapped\"'; exit 0 ;;",
+        "esac",
+        "echo \"$count\""
+      ])
+    }))
+    expect(await code.invoke("plain", context())).toBe(1)
+    expect(await code.invoke("plain", context())).toBe(1)
+    expect(await code.invoke("exit", context())).toBe("exited")
+    expect(await code.invoke("exec", context())).toBe("exec")
+    expect(await code.invoke("untrap", context())).toBe("untrapped")
+    expect(await code.invoke("plain", context())).toBe(1)
+    await code.dispose()
+  })
+
+  it("a syntax error in main.sh is a CompileError with its line", async () => {
+    const error = await rejection(runner.activate(source("bash", { "main.sh": sh(["echo 1", "if true; then", "  echo 2", "fi fi"]) })))
+    expect(error).toBeInstanceOf(HarnessError.PackageError)
+    expect([error.reason, error.path]).toEqual(["CompileError", "main.sh"])
+    expect(error.detail).toMatch(/main\.sh line 4: syntax error/)
+  })
+
+  it("a package without main.sh is MissingEntrypoint", async () => {
+    const error = await rejection(runner.activate(source("bash", { "other.sh": "echo 1\n" })))
+    expect([error.reason, error.path]).toEqual(["MissingEntrypoint", "main.sh"])
+  })
+
+  it("anything but exactly one JSON value on stdout is a typed error (JT-CTR-06)", async () => {
+    const code = await runner.activate(source("bash", {
+      "main.sh": sh([
+        "mode=$(cat)",
+        "case $mode in",
+        "  *two*) echo '{\"a\":1}'; echo '{\"b\":2}' ;;",
+        "  *text*) echo 'hello world' ;;",
+        "  *none*) : ;;",
+        "  *fail*) echo 'something broke' >&2; exit 3 ;;",
+        "  *) echo '  [1, 2]  ' ;;",
+        "esac"
+      ])
+    }))
+    for (const mode of ["two", "text", "none"]) {
+      const error = await rejection(code.invoke(mode, context()))
+      expect(error).toBeInstanceOf(SandboxError.SandboxError)
+      expect(error.reason).toBe("ProtocolViolation")
+    }
+    const failed = await rejection(code.invoke("fail", context()))
+    expect(failed).toBeInstanceOf(HarnessError.ToolFailure)
+    expect(failed.errorType).toBe("NonZeroExit")
+    expect(failed.message).toContain("status 3: something broke")
+    expect(await code.invoke("ok", context())).toEqual([1, 2])
+    await code.dispose()
+  })
+
+  it("kills what a script leaves running in the background when it returns", async () => {
+    const code = await runner.activate(source("bash", {
+      "main.sh": sh([
+        "left=0",
+        "for p in /proc/[0-9]*; do [[ -r $p/cmdline ]] && [[ $(tr '\\0' ' ' < $p/cmdline) == 'sleep 60 '* ]] && left=$((left + 1)); done",
+        "sleep 60 &",
+        "sleep 60 &",
+        "echo \"$left\""
+      ])
+    }))
+    // the second run sees none of the first run's sleeps: they were killed before it started
+    expect(await code.invoke({}, context())).toBe(0)
+    expect(await code.invoke({}, context())).toBe(0)
+    // and on the host, the last run's sleeps go too while the child itself stays warm
+    const sleeps = () =>
+      runner.processes().filter((pid) => {
+        try {
+          return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sleep\u000060")
+        } catch {
+          return false
+        }
+      }).length
+    const deadline = Date.now() + 3_000
+    while (sleeps() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
+    expect(sleeps()).toBe(0)
+    expect(runner.processes().length).toBeGreaterThan(0)
+    await code.dispose()
+  })
+
+  it("queues concurrent invocations of one version", async () => {
+    const code = await runner.activate(source("bash", { "main.sh": sh(["IFS= read -r x", "sleep 0.05", "echo \"$x\""]) }))
+    const results = await Promise.all([1, 2, 3].map((n) => code.invoke(n, context())))
+    expect(results).toEqual([1, 2, 3])
+    await code.dispose()
+  })
+})

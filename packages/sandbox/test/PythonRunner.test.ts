@@ -1,0 +1,252 @@
+import type { CodeRunner } from "@jitbox/core"
+import { HarnessError } from "@jitbox/core"
+import { afterAll, describe, expect, it } from "vitest"
+import { SandboxRunner } from "../src/index.js"
+import { context, type RecordedCall, rejection, source, testOptions } from "./helpers.js"
+
+const runner = SandboxRunner.make(testOptions)
+afterAll(() => runner.close())
+
+const py = (lines: ReadonlyArray<string>) => lines.join("\n") + "\n"
+
+describe("PythonRunner", () => {
+  it("imports a package with relative imports and sub-packages, infers parameters and keeps module state", async () => {
+    const code = await runner.activate(source("python", {
+      "__init__.py": py([
+        "from .batch import summarize",
+        "from .parsers.lines import split",
+        "calls = 0",
+        "",
+        "@tool(guidelines=\"Use to summarize lines.\")",
+        "def main(text: str, limit: int = 3, tags: list[str] | None = None) -> dict:",
+        "    \"\"\"Summarize text line by line.\"\"\"",
+        "    global calls",
+        "    calls += 1",
+        "    print('summarizing', calls)",
+        "    return {\"summary\": summarize(split(text)[:limit]), \"calls\": calls}"
+      ]),
+      "batch.py": py(["def summarize(lines):", "    return [f'{len(line)}:{line}' for line in lines]"]),
+      "parsers/__init__.py": "",
+      "parsers/lines.py": py(["def split(text):", "    return text.split('\\n')"])
+    }))
+    expect(code.metadata).toEqual({
+      description: "Summarize text line by line.",
+      guidelines: "Use to summarize lines.",
+      parameters: {
+        type: "object",
+        properties: {
+          text: { type: "string" },
+          limit: { type: "integer" },
+          tags: { anyOf: [{ type: "array", items: { type: "string" } }, { type: "null" }] }
+        },
+        required: ["text"],
+        additionalProperties: false
+      }
+    })
+    expect(await code.invoke({ text: "a\nbb" }, context())).toEqual({ summary: ["1:a", "2:bb"], calls: 1 })
+    expect(await code.invoke({ text: "ccc" }, context())).toEqual({ summary: ["3:ccc"], calls: 2 })
+    await code.dispose()
+  })
+
+  it("takes explicit metadata, the call form of tool(...) and ToolExecutionMode", async () => {
+    const code = await runner.activate(source("python", {
+      "__init__.py": py([
+        "from jitbox import tool as jitbox_tool",
+        "def handler(**args):",
+        "    return sorted(args)",
+        "main = jitbox_tool(handler, description='Lists keys', guidelines='g',",
+        "                   parameters={'type': 'object'}, execution_mode=ToolExecutionMode.SERIAL)"
+      ])
+    }))
+    expect(code.metadata).toEqual({ description: "Lists keys", guidelines: "g", parameters: { type: "object" }, executionMode: "serial" })
+    expect(await code.invoke({ b: 1, a: 2 }, context())).toEqual(["a", "b"])
+    await code.dispose()
+  })
+
+  it("returns a raised exception as a ToolFailure with the Python type name", async () => {
+    const code = await runner.activate(source("python", {
+      "__init__.py": py([
+        "class QuotaError(Exception):",
+        "    pass",
+        "@tool(guidelines='g')",
+        "def main(kind: str) -> int:",
+        "    if kind == 'value':",
+        "        raise ValueError('bad value')",
+        "    if kind == 'custom':",
+        "        raise QuotaError('over quota')",
+        "    if kind == 'exit':",
+        "        raise SystemExit(3)",
+        "    return {1, 2}"
+      ])
+    }))
+    const value = await rejection(code.invoke({ kind: "value" }, context()))
+    expect(value).toBeInstanceOf(HarnessError.ToolFailure)
+    expect([value.errorType, value.message]).toEqual(["ValueError", "bad value"])
+    expect((await rejection(code.invoke({ kind: "custom" }, context()))).errorType).toBe("QuotaError")
+    expect((await rejection(code.invoke({ kind: "exit" }, context()))).errorType).toBe("SystemExit")
+    expect((await rejection(code.invoke({ kind: "set" }, context()))).errorType).toBe("TypeError")
+    expect((await rejection(code.invoke({ unknown: 1 }, context()))).errorType).toBe("TypeError")
+    await code.dispose()
+  })
+
+  describe("load errors are typed and name the file", () => {
+    const loadError = async (files: Record<string, string>, entrypoint = "main") => {
+      const error = await rejection(runner.activate(source("python", files, { entrypoint })))
+      expect(error).toBeInstanceOf(HarnessError.PackageError)
+      return error as HarnessError.PackageError
+    }
+
+    it("a SyntaxError in a helper module is a CompileError naming the helper", async () => {
+      const error = await loadError({
+        "__init__.py": py(["from .helpers.broken import f", "@tool(guidelines='g')", "def main() -> int:", "    return f()"]),
+        "helpers/__init__.py": "",
+        "helpers/broken.py": py(["def f():", "    return (1 +"])
+      })
+      expect(error.reason).toBe("CompileError")
+      expect(error.path).toBe("helpers/broken.py")
+      expect(error.detail).toContain("SyntaxError")
+    })
+
+    it("a broken relative import is an ImportError naming the importing file", async () => {
+      const error = await loadError({
+        "__init__.py": py(["from .batch import summarize", "@tool(guidelines='g')", "def main() -> int:", "    return 1"]),
+        "batch.py": py(["from .missing import helper", "def summarize():", "    return helper()"])
+      })
+      expect(error.reason).toBe("ImportError")
+      expect(error.path).toBe("batch.py")
+      expect(error.detail).toContain("missing")
+    })
+
+    it("a missing entry point is MissingEntrypoint", async () => {
+      const error = await loadError({ "__init__.py": py(["@tool(guidelines='g')", "def other() -> int:", "    return 1"]) })
+      expect([error.reason, error.path]).toEqual(["MissingEntrypoint", "__init__.py"])
+    })
+
+    it("an entry point that is not decorated is EntrypointNotATool", async () => {
+      const error = await loadError({ "__init__.py": py(["def main() -> int:", "    return 1"]) })
+      expect(error.reason).toBe("EntrypointNotATool")
+    })
+
+    it("a module that raises while loading is an ActivationError naming the file", async () => {
+      const error = await loadError({
+        "__init__.py": py(["from . import settings", "@tool(guidelines='g')", "def main() -> int:", "    return 1"]),
+        "settings.py": py(["import json", "CONFIG = json.loads('{not json')"])
+      })
+      expect([error.reason, error.path]).toEqual(["ActivationError", "settings.py"])
+      expect(error.detail).toContain("JSONDecodeError")
+    })
+
+    it("a package without __init__.py is refused before anything runs", async () => {
+      const error = await loadError({ "main.py": "x = 1\n" })
+      expect([error.reason, error.path]).toEqual(["MissingFile", "__init__.py"])
+    })
+  })
+
+  describe("composition (D-24)", () => {
+    it("a def tool composes with harness.call_tool_sync through its invocation's context", async () => {
+      const code = await runner.activate(source("python", {
+        "__init__.py": py([
+          "@tool(guidelines='Use to add an integer to itself.')",
+          "def main(value: int) -> int:",
+          "    \"\"\"Add the same integer twice.\"\"\"",
+          "    return harness.call_tool_sync('add', left=value, right=value)"
+        ])
+      }))
+      const calls: Array<RecordedCall> = []
+      const result = await code.invoke({ value: 21 }, context({ callId: "outer", depth: 2, calls, answer: (_, a: any) => a.left + a.right }))
+      expect(result).toBe(42)
+      expect(calls).toEqual([{ parentCallId: "outer", depth: 2, name: "add", args: { left: 21, right: 21 } }])
+      await code.dispose()
+    })
+
+    it("an async tool awaits harness.call_tool, concurrently, each call tied to its own invocation", async () => {
+      const code = await runner.activate(source("python", {
+        "__init__.py": py([
+          "import asyncio",
+          "from .batch import summarize",
+          "@tool(guidelines='Use to summarize every requested file in one call.')",
+          "async def main(paths: list[str]) -> str:",
+          "    \"\"\"Read many files in code and return one compact summary.\"\"\"",
+          "    return await summarize(harness, paths)"
+        ]),
+        "batch.py": py([
+          "import asyncio",
+          "async def summarize(harness, paths):",
+          "    texts = await asyncio.gather(*(harness.call_tool('read_file', path=path) for path in paths))",
+          "    return '\\n'.join(f'{path}: {len(text)} characters' for path, text in zip(paths, texts))"
+        ])
+      }))
+      const calls: Array<RecordedCall> = []
+      const answer = (_: string, args: any) => "x".repeat(args.path.length)
+      const [a, b] = await Promise.all([
+        code.invoke({ paths: ["a", "bb"] }, context({ callId: "first", calls, answer })),
+        code.invoke({ paths: ["ccc"] }, context({ callId: "second", calls, answer }))
+      ])
+      expect(a).toBe("a: 1 characters\nbb: 2 characters")
+      expect(b).toBe("ccc: 3 characters")
+      expect(calls.filter((c) => c.parentCallId === "first").map((c) => c.args)).toEqual([{ path: "a" }, { path: "bb" }])
+      expect(calls.filter((c) => c.parentCallId === "second").map((c) => c.args)).toEqual([{ path: "ccc" }])
+      await code.dispose()
+    })
+
+    it("a def tool that calls itself through the host runs re-entrantly in the same child", async () => {
+      let code: CodeRunner.ActivatedCode | undefined
+      code = await runner.activate(source("python", {
+        "__init__.py": py([
+          "@tool(guidelines='g')",
+          "def main(n: int) -> int:",
+          "    if n == 0:",
+          "        return 0",
+          "    return n + harness.call_tool_sync('main', n=n - 1)"
+        ])
+      }))
+      const dispatch = (depth: number): CodeRunner.InvocationContext => ({
+        ...context({ callId: `depth-${depth}`, depth }),
+        callTool: (_name, args) => code!.invoke(args, dispatch(depth + 1))
+      })
+      expect(await code.invoke({ n: 4 }, dispatch(0))).toBe(10)
+      await code.dispose()
+    })
+
+    it("a failed nested call raises in Python with the nested error type", async () => {
+      const code = await runner.activate(source("python", {
+        "__init__.py": py([
+          "@tool(guidelines='g')",
+          "def main() -> dict:",
+          "    try:",
+          "        harness.call_tool_sync('strict', value=-1)",
+          "    except harness.ToolCallError as error:",
+          "        return {'type': type(error).__name__, 'message': str(error)}"
+        ])
+      }))
+      const failing: CodeRunner.InvocationContext = {
+        ...context(),
+        callTool: () => Promise.reject(new HarnessError.ValidationError({ name: "strict", issues: "value must be >= 0" }))
+      }
+      expect(await code.invoke({}, failing)).toEqual({ type: "ValidationError", message: "invalid arguments for 'strict': value must be >= 0" })
+      await code.dispose()
+    })
+
+    it("refuses call_tool_sync from async code and harness calls outside an invocation", async () => {
+      const code = await runner.activate(source("python", {
+        "__init__.py": py([
+          "try:",
+          "    harness.call_tool_sync('x')",
+          "except Exception as error:",
+          "    EARLY = type(error).__name__",
+          "@tool(guidelines='g')",
+          "async def main() -> list:",
+          "    try:",
+          "        harness.call_tool_sync('x')",
+          "    except RuntimeError as error:",
+          "        return [EARLY, str(error)]"
+        ])
+      }))
+      expect(await code.invoke({}, context())).toEqual([
+        "ToolRejected",
+        "do not call call_tool_sync from async code; use await harness.call_tool"
+      ])
+      await code.dispose()
+    })
+  })
+})

@@ -1,0 +1,104 @@
+import { CodeRunner, HarnessError } from "@jitbox/core"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as fs from "node:fs"
+import { SandboxLayers, SandboxRunner } from "../src/index.js"
+import { context, rejection, source, testOptions } from "./helpers.js"
+
+describe("SandboxRunner", () => {
+  it.effect("layer provides core's CodeRunner and kills every child when its scope closes", () =>
+    Effect.gen(function*() {
+      let processes: () => Array<number> = () => []
+      const result = yield* Effect.scoped(
+        Effect.gen(function*() {
+          const codeRunner = yield* CodeRunner.CodeRunner
+          processes = (codeRunner as SandboxRunner.SandboxRunner).processes
+          expect(codeRunner.languages).toEqual(expect.arrayContaining(["javascript", "typescript"]))
+          const code = yield* Effect.promise(() =>
+            codeRunner.activate(source("typescript", { "index.ts": `export const main = tool({ description: "d" }, (a: { x: number }) => a.x + 1)` }))
+          )
+          expect(processes().length).toBeGreaterThan(0)
+          return yield* Effect.promise(() => code.invoke({ x: 41 }, context()))
+        }).pipe(Effect.provide(SandboxRunner.layer(testOptions)))
+      )
+      expect(result).toBe(42)
+      expect(processes()).toEqual([])
+    }))
+
+  it.effect("an option out of range is a ConfigError in the layer's error channel", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(Layer.build(SandboxRunner.layer({ maximumRuntimeEnvironments: 17 })).pipe(Effect.scoped))
+      expect(Exit.isFailure(exit)).toBe(true)
+      if (Exit.isFailure(exit)) {
+        const error = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+        expect(error).toBeInstanceOf(HarnessError.ConfigError)
+        expect(error?.option).toBe("maximumRuntimeEnvironments")
+      }
+      expect(() => SandboxRunner.make({ shortTimeoutSeconds: 0 })).toThrow(HarnessError.ConfigError)
+    }))
+
+  it("routes by language and refuses a language it has no runner for", async () => {
+    const runner = SandboxRunner.make(testOptions)
+    try {
+      const error = await rejection(runner.activate({ ...source("javascript", {}), language: "powershell" as never }))
+      expect(error).toBeInstanceOf(HarnessError.PackageError)
+      expect(error.reason).toBe("NoRunner")
+    } finally {
+      await runner.close()
+    }
+    const closed = await rejection(runner.activate(source("javascript", { "index.js": "" })))
+    expect(closed.reason).toBe("NoRunner")
+  })
+
+  it("hands what tools print to onLog, line by line, and survives a throwing sink", async () => {
+    const lines: Array<string> = []
+    const runner = SandboxRunner.make({
+      ...testOptions,
+      onLog: (entry) => {
+        lines.push(`${entry.toolName}: ${entry.line}`)
+        throw new Error("a broken sink")
+      }
+    })
+    try {
+      const node = await runner.activate(source("javascript", {
+        "index.js": `console.log("loading")\nexport const main = tool({ description: "d" }, () => { console.error("from node"); return 1 })`
+      }, { toolName: "printer" }))
+      const python = await runner.activate(source("python", {
+        "__init__.py": "import sys\n@tool(guidelines='g')\ndef main() -> int:\n    print('from', 'python')\n    print('to stderr', file=sys.stderr)\n    return 2\n"
+      }, { toolName: "pyprinter" }))
+      expect([await node.invoke({}, context()), await python.invoke({}, context())]).toEqual([1, 2])
+      expect(lines).toEqual(["printer: loading", "printer: from node", "pyprinter: from python", "pyprinter: to stderr"])
+    } finally {
+      await runner.close()
+    }
+  })
+
+  it("reports every isolation layer as data, consistent with this host", () => {
+    const layers = SandboxLayers.describeIsolation()
+    expect(layers.map((l) => l.layer)).toEqual([
+      "scrubbed-environment",
+      "private-working-directory",
+      "process-group",
+      "node-permission-model",
+      "rlimits",
+      "bubblewrap",
+      "seccomp-no-fork",
+      "unprivileged-uid",
+      "python",
+      "bash"
+    ])
+    const byName = Object.fromEntries(layers.map((l) => [l.layer, l]))
+    const exists = (p: string) => fs.existsSync(p)
+    expect(byName["rlimits"]!.active).toBe(exists("/usr/bin/prlimit") || exists("/bin/prlimit"))
+    expect(byName["node-permission-model"]!.active).toBe(
+      process.allowedNodeEnvironmentFlags.has("--permission") || process.allowedNodeEnvironmentFlags.has("--experimental-permission")
+    )
+    expect(byName["unprivileged-uid"]!.active).toBe(process.getuid?.() === 0)
+    if (!exists("/usr/bin/bwrap")) expect(byName["bubblewrap"]!.active).toBe(false)
+    expect(byName["python"]!.active).toBe(exists("/usr/bin/python3"))
+    for (const layer of layers) expect(layer.detail.length).toBeGreaterThan(0)
+    expect(SandboxLayers.describeIsolation({ bubblewrap: false }).find((l) => l.layer === "bubblewrap")?.active).toBe(false)
+  })
+})
