@@ -9,6 +9,9 @@
 export const errorType = (thrown: unknown): string => {
   try {
     if (typeof thrown === "object" && thrown !== null) {
+      const carried = (thrown as { _tag?: unknown; errorType?: unknown })
+      // A failure carried across a process boundary keeps the type name it had where it was thrown.
+      if (carried._tag === "ToolFailure" && typeof carried.errorType === "string") return carried.errorType
       const tag = (thrown as { _tag?: unknown })._tag
       if (typeof tag === "string" && tag !== "") return tag
       if (thrown instanceof Error) {
