@@ -36,8 +36,8 @@ export interface Isolation {
   readonly bwrap: string | undefined
   readonly bwrapDetail: string
   readonly rootEntries: ReadonlyArray<RootEntry>
-  /** Path of the no-fork seccomp program when bubblewrap can load it. */
-  readonly seccompFile: string | undefined
+  /** The no-fork seccomp program loads (bubblewrap is usable and the host is x86_64). */
+  readonly seccomp: boolean
   readonly python: PythonInfo | undefined
   readonly pythonDetail: string
   readonly bash: string | undefined
@@ -118,8 +118,8 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
     },
     {
       layer: "seccomp-no-fork",
-      active: iso.seccompFile !== undefined,
-      detail: iso.seccompFile !== undefined
+      active: iso.seccomp,
+      detail: iso.seccomp
         ? "Node and Python children cannot create processes (fork/vfork/clone without CLONE_THREAD fail with EPERM); Bash children can, inside their namespaces"
         : iso.bwrap === undefined
         ? "needs bubblewrap"
@@ -158,23 +158,21 @@ const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
   const permissionFlag = detectPermissionFlag(config.nodePath)
   const nodeFlags = detectNodeFlags(config.nodePath)
   const rootEntries = hostRootEntries([config.nodePath, config.pythonPath, config.bashPath])
-  const seccompFile = Seccomp.supported() ? writeSeccompProgram(config.tmpDir) : undefined
   let bwrap: string | undefined
-  let bwrapDetail: string
-  let usableSeccomp: string | undefined
+  let bwrapDetail: string | undefined
+  let seccomp = false
   const bwrapPath = ["/usr/bin/bwrap", "/bin/bwrap"].find(isExecutable)
   if (!config.bubblewrap) {
     bwrapDetail = "disabled by options (bubblewrap: false): no network, pid or mount namespaces"
   } else if (bwrapPath === undefined) {
     bwrapDetail = "bwrap not found: children share the host's network, pids and file system view"
   } else {
-    const tryBwrap = (seccomp: string | undefined) => {
-      const fd = seccomp !== undefined ? fs.openSync(seccomp, "r") : undefined
+    const tryBwrap = (withSeccomp: boolean) => {
+      // the probe passes the program in a file it removes at once; children get it through a pipe
+      const file = withSeccomp ? writeSeccompProgram(config.tmpDir) : undefined
+      const fd = file !== undefined ? fs.openSync(file, "r") : undefined
       try {
-        const args = [
-          ...bwrapArgs(rootEntries, config.limits.tmpfsMiB, [], "/", fd !== undefined),
-          "/bin/true"
-        ]
+        const args = [...bwrapArgs(rootEntries, config.limits.tmpfsMiB, [], "/", fd !== undefined), "/bin/true"]
         return spawnSync(bwrapPath, args, {
           env: {},
           stdio: fd !== undefined ? ["ignore", "ignore", "pipe", fd] : ["ignore", "ignore", "pipe"],
@@ -183,18 +181,16 @@ const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
         })
       } finally {
         if (fd !== undefined) fs.closeSync(fd)
+        if (file !== undefined) fs.rmSync(path.dirname(file), { recursive: true, force: true })
       }
     }
-    const withSeccomp = seccompFile !== undefined ? tryBwrap(seccompFile) : undefined
-    if (withSeccomp?.status === 0) {
+    if (Seccomp.supported() && tryBwrap(true).status === 0) {
       bwrap = bwrapPath
-      usableSeccomp = seccompFile
+      seccomp = true
     } else {
-      const plain = tryBwrap(undefined)
+      const plain = tryBwrap(false)
       if (plain.status === 0) bwrap = bwrapPath
-      else {
-        bwrapDetail = `bwrap is installed but unusable here (${String(plain.stderr ?? plain.error).trim()})`
-      }
+      else bwrapDetail = `bwrap is installed but unusable here (${String(plain.stderr ?? plain.error).trim()})`
     }
     bwrapDetail ??= "mount, network, pid, ipc, uts and user namespaces; a new session; read-only /usr and /etc, a private /tmp tmpfs; the package directory read-only under /mnt; nothing else of the host file system (no /root, /home, /work, /var)"
   }
@@ -229,7 +225,7 @@ const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
     bwrap,
     bwrapDetail,
     rootEntries,
-    seccompFile: bwrap !== undefined ? usableSeccomp : undefined,
+    seccomp: bwrap !== undefined && seccomp,
     python,
     pythonDetail,
     bash,
@@ -346,14 +342,14 @@ const findExecutable = (
 }
 
 const writeSeccompProgram = (tmpDir: string): string | undefined => {
+  let dir: string | undefined
   try {
-    const dir = fs.mkdtempSync(path.join(tmpDir, "jitbox-seccomp-"))
-    fs.chmodSync(dir, 0o755)
+    dir = fs.mkdtempSync(path.join(tmpDir, "jitbox-seccomp-"))
     const file = path.join(dir, "no-fork.bpf")
-    fs.writeFileSync(file, Seccomp.noForkProgram(), { mode: 0o644 })
-    process.once("exit", () => fs.rmSync(dir, { recursive: true, force: true }))
+    fs.writeFileSync(file, Seccomp.noForkProgram(), { mode: 0o600 })
     return file
   } catch {
+    if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true })
     return undefined
   }
 }

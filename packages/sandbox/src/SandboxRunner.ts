@@ -83,7 +83,7 @@ export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
     close: () => {
       closing ??= pool.close().then(() => untilGone(`${ctx.id}:`)).then(() => {
         process.removeListener("exit", onExit)
-        ctx.dirs.remove(ctx.dirs.root)
+        ctx.dirs.removeSync(ctx.dirs.root)
       })
       return closing
     }

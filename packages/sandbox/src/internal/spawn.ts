@@ -6,6 +6,9 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import type * as SandboxConfig from "../SandboxConfig.js"
 import * as SandboxLayers from "../SandboxLayers.js"
+import * as Seccomp from "./seccomp.js"
+
+const noForkProgram = Seccomp.noForkProgram()
 
 /** A host directory and where the child sees it. */
 export interface Mount {
@@ -56,7 +59,7 @@ export const launch = (
       "--"
     )
   }
-  const seccomp = spec.noFork && iso.seccompFile !== undefined
+  const seccomp = spec.noFork && iso.seccomp
   if (iso.bwrap !== undefined) {
     if (file === spec.command) file = iso.bwrap
     else argv.push(iso.bwrap)
@@ -74,18 +77,20 @@ export const launch = (
     ...spec.env,
     [MarkerVariable]: spec.marker
   }
-  const seccompFd = seccomp ? fs.openSync(iso.seccompFile!, "r") : undefined
-  try {
-    return spawn(file, argv, {
-      cwd: spec.workDir.host,
-      env,
-      detached: true,
-      stdio: seccompFd !== undefined ? ["pipe", "pipe", "pipe", seccompFd] : ["pipe", "pipe", "pipe"],
-      ...(iso.runAs ?? {})
-    }) as ChildProcessWithoutNullStreams
-  } finally {
-    if (seccompFd !== undefined) fs.closeSync(seccompFd)
+  const child = spawn(file, argv, {
+    cwd: spec.workDir.host,
+    env,
+    detached: true,
+    stdio: seccomp ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
+    ...(iso.runAs ?? {})
+  }) as ChildProcessWithoutNullStreams
+  if (seccomp) {
+    // bubblewrap reads the program from fd 3 until end of file
+    const programPipe = child.stdio[3] as NodeJS.WritableStream & { on: (event: "error", listener: () => void) => void }
+    programPipe.on("error", () => {})
+    programPipe.end(noForkProgram)
   }
+  return child
 }
 
 /**
