@@ -47,6 +47,13 @@ const compactCall = (record: ProfileRecord): Record<string, unknown> => {
   return call
 }
 
+/** Any tool this harness knows, management tools included: their calls are profiled too (MGMT-19). */
+const knownTool = (registry: ToolRegistry, name: string) => {
+  const entry = registry.get(name)
+  if (entry === undefined) throw new ToolNotFound({ name })
+  return entry
+}
+
 const userTool = (registry: ToolRegistry, name: string) => {
   const entry = registry.get(name)
   if (entry === undefined) throw new ToolNotFound({ name })
@@ -133,12 +140,12 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
     },
 
     inspect_tool_stats: ({ name }: NameArgs) => {
-      userTool(registry, name)
+      knownTool(registry, name)
       return harness.profileStats(name)
     },
 
     inspect_tool_calls: ({ limit = 5, name, offset = 0 }: NameArgs & PageArgs) => {
-      userTool(registry, name)
+      knownTool(registry, name)
       const records = harness.profiler.records(name)
       return Paging.pageItems(records, offset, limit, (items, nextOffset) => ({
         calls: items.map(compactCall),
