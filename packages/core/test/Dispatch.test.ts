@@ -195,6 +195,13 @@ describe("manageBaseTools (BASE-01..17, UNL-14)", () => {
     expect(await harness.callTool("add", { left: 2, right: 2 })).toBe(4)
   })
 
+  it("a direct call to the application's handler bypasses the harness: not counted, not blocked by unload (BASE-16, PRF-19)", async () => {
+    const harness = makeHarness()
+    await harness.unloadTool("add")
+    expect(await add.handler({ left: 2, right: 3 }, undefined as never)).toBe(5)
+    expect(harness.profile().total_calls).toBe(0)
+  })
+
   it("base tools emit no events, model-called or nested (EVT-05, D-10)", async () => {
     const harness = await withTwice()
     const events = recordEvents(harness)
@@ -287,6 +294,45 @@ describe("middleware (CON-07, MEAS-11)", () => {
     }
     const harness = await withTwice({ middleware: [plusOne] })
     expect(await harness.callTool("twice", { value: 2 })).toBe(5)
+  })
+
+  it("a middleware failure after the handler returned leaves the record completed and nothing cached (STS-02, ERR-17)", async () => {
+    const late: Middleware = async (call, next) => {
+      const result = await next()
+      if (call.name === "twice") throw new Error("hook failed after the tool ran")
+      return result
+    }
+    const harness = await withTwice({ middleware: [late] })
+    const events = recordEvents(harness)
+    expect(await rejection(harness.callTool("twice", { value: 1 }))).toMatchObject({ message: "hook failed after the tool ran" })
+    expect(harness.profile().calls.slice(0, 2).map((call) => [call.tool_name, call.status])).toEqual([
+      ["add", "completed"],
+      ["twice", "completed"]
+    ])
+    expect(harness.toolErrors().retained_errors).toBe(0)
+    expect((await events.stop()).map((event) => event.payload)).toMatchObject([{ tool_name: "twice" }, { tool_name: "twice", success: true }])
+  })
+
+  it("a result that cannot be serialised is still completed, with no output measure (STS-02, MEAS-05)", async () => {
+    const harness = new JitHarness({ tools: [echo] })
+    expect(await harness.callTool("echo", { value: 1 })).toBe(1)
+    const weird = tool({ name: "weird", description: "Returns a BigInt.", guidelines: "Use in tests." }, () => ({ n: 1n }))
+    harness.bindBaseTools([weird])
+    expect(await harness.callTool("weird")).toEqual({ n: 1n })
+    expect(harness.profile("weird").calls[0]).toMatchObject({ status: "completed", output_chars: null })
+  })
+
+  it("time spent in middleware before dispatch is not part of the duration (MEAS-08)", async () => {
+    const slow: Middleware = (_call, next) => {
+      const started = performance.now()
+      while (performance.now() - started < 40) {
+        // busy: middleware work outside the dispatch boundary
+      }
+      return next()
+    }
+    const harness = makeHarness({ middleware: [slow] })
+    await harness.callTool("add", { left: 1, right: 1 })
+    expect(harness.profile("add").calls[0]!.duration_ms).toBeLessThan(40)
   })
 
   it("a short-circuit makes no record, because the tool never ran (MEAS-11)", async () => {

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { fileURLToPath } from "node:url"
+import type { CodeRunnerShape } from "../src/CodeRunner.js"
+import { PackageError } from "../src/HarnessError.js"
 import { JitHarness } from "../src/JitHarness.js"
 import { tool } from "../src/Tool.js"
 import type { CreateToolRequest, UpdateToolRequest } from "../src/ToolRequest.js"
-import { add, codeTool, makeHarness, rejection } from "./fixtures.js"
+import { add, codeTool, deferred, makeHarness, rejection, twiceSource } from "./fixtures.js"
 
 const disk: Record<string, string> = { "a.txt": "hello", "b.txt": "😀😀x" }
 const readFile = tool({
@@ -355,5 +357,114 @@ describe("failed creates and updates (PKG-09, UNL-09, MGMT-27)", () => {
     expect(await harness.callTool("subject")).toBe("v1")
     expect(await harness.callTool("add", { left: 1, right: 1 })).toBe(2)
     expect(await harness.callTool("list_tools", {})).toMatchObject({ total: 2 })
+  })
+})
+
+describe("examples run before a version is installed (D-20)", () => {
+  const pair = codeTool("pair", `({ a: args.x, b: [args.x, "😀"] })`)
+
+  it("installs a version whose examples deep-equal their expected output, key order ignored", async () => {
+    const harness = makeHarness()
+    const ack = await harness.callTool("create_tool", {
+      entrypoint: "twice",
+      source: twiceSource,
+      examples: [{ input: { value: 2 }, expected_output: 4 }, { input: { value: -1 }, expected_output: -2 }]
+    })
+    expect(ack).toEqual({ name: "twice", status: "loaded" })
+    await harness.createTool({ entrypoint: "pair", source: pair, examples: [{ input: { x: 1 }, expected_output: { b: [1, "😀"], a: 1 } }] })
+    expect(await harness.callTool("pair", { x: 3 })).toEqual({ a: 3, b: [3, "😀"] })
+  })
+
+  it.each([
+    ["a wrong output", [{ input: { x: 1 }, expected_output: { a: 2, b: [1, "😀"] } }], /example 1 returned/],
+    ["an input the schema rejects", [{ input: "nope", expected_output: null }], /example 1: invalid input/],
+    ["a throwing example", [{ input: { x: 1, boom: true }, expected_output: null }], /threw/]
+  ] as const)("refuses %s with ExampleFailed and installs nothing", async (_, examples, detail) => {
+    const harness = makeHarness()
+    const source = codeTool("pair", `args.boom ? (() => { throw new Error("boom") })() : ({ a: args.x, b: [args.x, "😀"] })`)
+    const error = await rejection(harness.createTool({ entrypoint: "pair", source, examples: examples as never }))
+    expect(error).toMatchObject({ _tag: "PackageError", reason: "ExampleFailed" })
+    expect(error.message).toMatch(detail)
+    expect(harness.listTools().map((entry) => entry.name)).toEqual(["add"])
+  })
+
+  it("an update whose example fails leaves the previous version answering", async () => {
+    const harness = makeHarness()
+    await harness.createTool({ entrypoint: "pair", source: pair })
+    const error = await rejection(harness.updateTool({
+      name: "pair",
+      source: codeTool("pair", `"changed"`),
+      examples: [{ input: { x: 1 }, expected_output: "something else" }]
+    }))
+    expect(error).toMatchObject({ reason: "ExampleFailed" })
+    expect(await harness.callTool("pair", { x: 1 })).toEqual({ a: 1, b: [1, "😀"] })
+  })
+})
+
+describe("code runners (D-01, D-02, CodeRunner contract)", () => {
+  const fakeRunner = (log: Array<string>, gate?: Promise<void>): CodeRunnerShape => ({
+    languages: ["python", "bash"],
+    activate: async (source) => {
+      log.push(`activate ${source.language} ${source.entryFile}`)
+      if (Object.values(source.files).some((text) => text.includes("SyntaxError"))) {
+        throw new PackageError({ name: source.toolName, reason: "CompileError", detail: "SyntaxError: invalid syntax" })
+      }
+      const version = source.files[source.entryFile]!
+      return {
+        metadata: {},
+        invoke: async (args) => {
+          if (gate !== undefined) await gate
+          return { version, args }
+        },
+        dispose: async () => {
+          log.push(`dispose ${version}`)
+        }
+      }
+    }
+  })
+  const declared = {
+    description: "A tool whose code cannot declare itself.",
+    guidelines: "Use in tests.",
+    parameters: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] }
+  }
+
+  it("a registered runner serves its language; the request declares what the code cannot", async () => {
+    const log: Array<string> = []
+    const harness = new JitHarness({ runners: [fakeRunner(log)] })
+    await harness.callTool("create_tool", { language: "python", entrypoint: "py", source: "v1", ...declared })
+    expect(await harness.callTool("py", { n: 1 })).toEqual({ version: "v1", args: { n: 1 } })
+    expect(await rejection(harness.callTool("py", { n: "one" }))).toMatchObject({ _tag: "ValidationError" })
+    expect(harness.definition("py")).toMatchObject({ language: "python", entrypoint: "py", description: declared.description, files: [{ path: "__init__.py", chars: 2 }] })
+    await harness.callTool("create_tool", { language: "bash", name: "sh", source: "v1", ...declared })
+    expect(harness.definition("sh")).toMatchObject({ language: "bash", entrypoint: "main", files: [{ path: "main.sh", chars: 2 }] })
+    expect(log).toEqual(["activate python __init__.py", "activate bash main.sh"])
+  })
+
+  it("missing declarations are refused and the activated version is released", async () => {
+    const log: Array<string> = []
+    const harness = new JitHarness({ runners: [fakeRunner(log)] })
+    const error = await rejection(harness.createTool({ language: "python", entrypoint: "py", source: "v1", description: "No guidelines." }))
+    expect(error).toMatchObject({ _tag: "ToolDefinitionError", reason: "EmptyGuidelines" })
+    expect(log).toEqual(["activate python __init__.py", "dispose v1"])
+    expect(await rejection(harness.createTool({ language: "python", entrypoint: "py", source: "SyntaxError", ...declared }))).toMatchObject({ reason: "CompileError" })
+  })
+
+  it("a replaced version is released once its running invocations finish (UNL-08)", async () => {
+    const log: Array<string> = []
+    const gate = deferred<void>()
+    const harness = new JitHarness({ runners: [fakeRunner(log, gate.promise)] })
+    await harness.createTool({ language: "python", entrypoint: "py", source: "v1", ...declared })
+    const running = harness.callTool("py", { n: 1 })
+    await harness.updateTool({ name: "py", source: "v2" })
+    expect(log).not.toContain("dispose v1")
+    gate.resolve()
+    expect(await running).toEqual({ version: "v1", args: { n: 1 } })
+    await Promise.resolve()
+    expect(log).toContain("dispose v1")
+    expect(await harness.callTool("py", { n: 2 })).toEqual({ version: "v2", args: { n: 2 } })
+    await harness.updateTool({ name: "py", source: "v3" })
+    expect(log).toContain("dispose v2")
+    await harness.release()
+    expect(log.at(-1)).toBe("dispose v3")
   })
 })

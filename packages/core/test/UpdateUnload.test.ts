@@ -116,6 +116,30 @@ describe("unload and load (UNL-01..15, MGMT-04, MGMT-05, MGMT-18, D-07)", () => 
     expect(await harness.callTool("count")).toBe(2)
   })
 
+  it("unloading does not stop an invocation that already started (UNL-02)", async () => {
+    const gate = deferred<void>()
+    const wait = tool({ name: "wait", description: "Waits for the test.", guidelines: "Use in tests." }, () => gate.promise)
+    const harness = new JitHarness({ tools: [add, wait] })
+    await harness.createTool({ entrypoint: "slow", source: codeTool("slow", `(await harness.callTool("wait"), "finished")`) })
+    const running = harness.callTool("slow")
+    await flush()
+    await harness.unloadTool("slow")
+    gate.resolve()
+    expect(await running).toBe("finished")
+    expect(harness.profile("slow").calls[0]).toMatchObject({ status: "completed" })
+  })
+
+  it("a package survives unload and load whole (PKG-12)", async () => {
+    const harness = makeHarness()
+    const files = { "lib/value.ts": `export const value = "from lib"` }
+    await harness.createTool({ entrypoint: "pkg", source: codeTool("pkg", "value", `import { value } from "./lib/value"`), files })
+    const source = harness.source("pkg")
+    await harness.unloadTool("pkg")
+    expect(harness.source("pkg")).toEqual(source)
+    await harness.loadTool("pkg")
+    expect(await harness.callTool("pkg")).toBe("from lib")
+  })
+
   it("is idempotent; an unknown name is ToolNotFound (D-07, AMB-27)", async () => {
     const harness = await withSubject()
     expect(await harness.callTool("load_tool", { name: "subject" })).toEqual({ name: "subject", status: "loaded" })
