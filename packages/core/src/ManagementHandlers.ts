@@ -9,6 +9,7 @@ import * as CodePoints from "./CodePoints.js"
 import { InvalidToolRequest, NameConflict, ToolNotFound } from "./HarnessError.js"
 import type { JitHarness } from "./JitHarness.js"
 import type { ProfileRecord } from "./JitHarnessProfile.js"
+import type { ToolErrorRecord } from "./ToolErrorReport.js"
 import { type ManagementToolName, managementTools } from "./ManagementTools.js"
 import * as Paging from "./Paging.js"
 import * as ResponseBudget from "./ResponseBudget.js"
@@ -52,6 +53,31 @@ const knownTool = (registry: ToolRegistry, name: string) => {
   const entry = registry.get(name)
   if (entry === undefined) throw new ToolNotFound({ name })
   return entry
+}
+
+type ErrorPreview = ReturnType<typeof errorEntry>
+
+const errorEntry = (record: ToolErrorRecord, message: string | null, truncated: boolean) => ({
+  tool_name: record.tool_name,
+  error_type: record.error_type,
+  message,
+  ...(truncated ? { message_truncated: true as const } : {}),
+  occurrences: record.occurrences,
+  last_call_id: record.last_call_id
+})
+
+/**
+ * A message preview of at most `maxChars` code points that also fits the budget when its entry is
+ * alone on a page (the page always keeps one entry): escapes count, so 4,000 quotes or control
+ * characters could otherwise take two to six times the budget.
+ */
+const errorPreview = (record: ToolErrorRecord, maxChars: number, total: number): ErrorPreview => {
+  const message = record.message
+  if (message === null) return errorEntry(record, null, record.message_truncated)
+  const alone = { errors: [errorEntry(record, "", true)], total_matches: total, next_offset: total }
+  const kept = ResponseBudget.prefixFitting(message, maxChars, ResponseBudget.maxChars - ResponseBudget.measure(alone))
+  const text = CodePoints.slice(message, 0, kept)
+  return errorEntry(record, text, record.message_truncated || text.length < message.length)
 }
 
 const userTool = (registry: ToolRegistry, name: string) => {
@@ -156,18 +182,14 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
 
     inspect_tool_errors: ({ limit = 3, max_chars = 512, name, offset = 0 }: Partial<NameArgs> & PageArgs) => {
       const records = harness.errors.records(name)
+      const previews = new Map<ToolErrorRecord, ErrorPreview>()
+      const previewOf = (record: ToolErrorRecord) => {
+        let preview = previews.get(record)
+        if (preview === undefined) previews.set(record, preview = errorPreview(record, max_chars, records.length))
+        return preview
+      }
       return Paging.pageItems(records, offset, limit, (items, nextOffset) => ({
-        errors: items.map((record) => {
-          const preview = record.message === null ? null : CodePoints.preview(record.message, max_chars)
-          return {
-            tool_name: record.tool_name,
-            error_type: record.error_type,
-            message: preview === null ? null : preview.text,
-            ...(record.message_truncated || preview?.truncated === true ? { message_truncated: true } : {}),
-            occurrences: record.occurrences,
-            last_call_id: record.last_call_id
-          }
-        }),
+        errors: items.map(previewOf),
         total_matches: records.length,
         next_offset: nextOffset
       }))
