@@ -34,6 +34,11 @@ const text = (maxPieces: number, maxRepeat: number) =>
     pieces.join("").repeat(repeat)
   )
 
+/** Runs of the characters that take two or six code points once escaped. */
+const escapeHeavy = fc
+  .tuple(fc.constantFrom('"', "\\", "\u0001", "\n", "\ud800"), fc.integer({ min: 1, max: 6_000 }))
+  .map(([unit, count]) => unit.repeat(count))
+
 const wellFormed = (value: string) => !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(value)
 
 interface Page {
@@ -209,7 +214,7 @@ describe("budgets and exact paging (BUD-01..15, D-04..D-06)", () => {
   it("random error messages: inspect_tool_errors stays within budget with exact, flagged previews (ERR-18, ERR-19, BUD-01)", async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(text(60, 100), { minLength: 1, maxLength: 12 }),
+        fc.array(fc.oneof(text(60, 100), escapeHeavy), { minLength: 1, maxLength: 12 }),
         fc.integer({ min: 1, max: 5_000 }),
         fc.integer({ min: 1, max: 100 }),
         fc.integer({ min: 1, max: 4_000 }),
@@ -229,8 +234,12 @@ describe("budgets and exact paging (BUD-01..15, D-04..D-06)", () => {
             const kept = retained[i]!
             const cached = kept.message!
             expect(messages.some((m) => Array.from(m).slice(0, errorMessageChars).join("") === cached)).toBe(true)
-            expect(preview.message).toBe(Array.from(cached).slice(0, maxChars).join(""))
-            expect(preview.message_truncated === true).toBe(kept.message_truncated || points(cached) > maxChars)
+            const shown = points(preview.message)
+            expect(shown).toBeLessThanOrEqual(maxChars)
+            expect(preview.message).toBe(Array.from(cached).slice(0, shown).join(""))
+            expect(preview.message_truncated === true).toBe(kept.message_truncated || shown < points(cached))
+            // Only the budget may shorten a preview below max_chars, and only when it is alone on the page.
+            if (shown < Math.min(maxChars, points(cached))) expect(answer.errors).toHaveLength(1)
           }
         }
       ),

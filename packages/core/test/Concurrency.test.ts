@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { JitHarness } from "../src/JitHarness.js"
+import type { ProfileRecord } from "../src/JitHarnessProfile.js"
 import type { JitToolEvent } from "../src/JitToolEvent.js"
 import { codeTool, makeHarness, recordEvents, rejection, twiceSource } from "./fixtures.js"
 
@@ -29,7 +30,7 @@ describe("concurrency", () => {
     expect(stats).toEqual({ quad: [1_000, 1_000], twice: [2_000, 2_000], add: [2_000, 2_000] })
     const calls = harness.profile(undefined, { limit: 1_000 })
     expect(calls.total_calls).toBe(5_000)
-    const records = []
+    const records: Array<ProfileRecord> = []
     for (let offset: number | null = 0; offset !== null; ) {
       const page = harness.profile(undefined, { offset, limit: 1_000 })
       records.push(...page.calls)

@@ -332,6 +332,20 @@ describe("inspect_tool_errors (MGMT-12, MGMT-23, MGMT-24, ERR-18, ERR-19)", () =
     expect(answer.errors[0]).toMatchObject({ message: `failure 4 ${"é".repeat(10)}`, message_truncated: true })
   })
 
+  it("shortens an escape-heavy preview to fit the 8,000 budget and flags it (BUD-01, ERR-19)", async () => {
+    const harness = new JitHarness({ tools: [failing] })
+    for (const message of ["\u0000".repeat(4_000), '"'.repeat(4_000), "\\".repeat(4_000)]) {
+      await rejection(harness.callTool("explode", { message }))
+      const answer = (await harness.callTool("inspect_tool_errors", { limit: 1, max_chars: 4_000 })) as {
+        errors: Array<{ message: string; message_truncated?: boolean }>
+      }
+      expect(size(answer)).toBeLessThanOrEqual(8_000)
+      expect(size(answer)).toBeGreaterThan(7_990)
+      expect(message.startsWith(answer.errors[0]!.message)).toBe(true)
+      expect(answer.errors[0]!.message_truncated).toBe(true)
+    }
+  })
+
   it("is read-only: reading retries nothing and changes no recency or counts (MGMT-24, ERR-08)", async () => {
     const harness = await withErrors()
     const before = harness.toolErrors(undefined, { limit: 1000 })

@@ -195,7 +195,7 @@ describe("text tools (TXT-*, D-13, D-14)", () => {
     expect(record).toMatchObject({ call_id: "read-1", origin: "text", status: "completed", input_chars: JSON.stringify({ max_chars: 10 }).length })
     const page = { content: workflow.slice(0, 10), offset: 0, next_offset: 10, total_chars: workflow.length, content_id: contentId(workflow) }
     expect(record.output_chars).toBe(JSON.stringify(page).length)
-    expect((await events.stop()).map((event) => [event.name, event.payload.origin])).toEqual([
+    expect((await events.stop()).map((event) => [event.name, (event.payload as { origin?: string }).origin])).toEqual([
       ["jit_tool_started", "text"],
       ["jit_tool_completed", "text"]
     ])
