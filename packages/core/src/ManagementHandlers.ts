@@ -74,7 +74,8 @@ const errorEntry = (record: ToolErrorRecord, message: string | null, truncated: 
 const errorPreview = (record: ToolErrorRecord, maxChars: number, total: number): ErrorPreview => {
   const message = record.message
   if (message === null) return errorEntry(record, null, record.message_truncated)
-  const alone = { errors: [errorEntry(record, "", true)], total_matches: total, next_offset: total }
+  // next_offset at its widest: `null`, or an offset with as many digits as the total.
+  const alone = { errors: [errorEntry(record, "", true)], total_matches: total, next_offset: total >= 1_000 ? total : null }
   const kept = ResponseBudget.prefixFitting(message, maxChars, ResponseBudget.maxChars - ResponseBudget.measure(alone))
   const text = CodePoints.slice(message, 0, kept)
   return errorEntry(record, text, record.message_truncated || text.length < message.length)
