@@ -333,14 +333,16 @@ describe("inspect_tool_errors (MGMT-12, MGMT-23, MGMT-24, ERR-18, ERR-19)", () =
   })
 
   it("shortens an escape-heavy preview to fit the 8,000 budget and flags it (BUD-01, ERR-19)", async () => {
-    const harness = new JitHarness({ tools: [failing] })
-    for (const message of ["\u0000".repeat(4_000), '"'.repeat(4_000), "\\".repeat(4_000)]) {
+    const heavy = ["\u0000".repeat(4_000), '"'.repeat(4_000), "\\".repeat(4_000)]
+    for (const message of [...heavy, ...[1, 2, 3, 4, 5].map((pad) => "x".repeat(pad) + '"'.repeat(4_000))]) {
+      // Alone in its harness, so the page is also the last one: next_offset is null.
+      const harness = new JitHarness({ tools: [failing] })
       await rejection(harness.callTool("explode", { message }))
       const answer = (await harness.callTool("inspect_tool_errors", { limit: 1, max_chars: 4_000 })) as {
         errors: Array<{ message: string; message_truncated?: boolean }>
       }
       expect(size(answer)).toBeLessThanOrEqual(8_000)
-      expect(size(answer)).toBeGreaterThan(7_990)
+      expect(size(answer)).toBeGreaterThan(7_980)
       expect(message.startsWith(answer.errors[0]!.message)).toBe(true)
       expect(answer.errors[0]!.message_truncated).toBe(true)
     }
