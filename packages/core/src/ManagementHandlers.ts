@@ -55,6 +55,21 @@ const knownTool = (registry: ToolRegistry, name: string) => {
   return entry
 }
 
+/**
+ * Shortens the guidelines, then the description preview, until `response` fits the budget: their
+ * 500 code points can take six times as much once escaped, next to a list of 32 files.
+ */
+const fitPreviews = (response: Record<string, unknown>): Record<string, unknown> => {
+  for (const key of ["guidelines", "description"]) {
+    if (ResponseBudget.fits(response)) break
+    const text = response[key]
+    if (typeof text !== "string") continue
+    const room = ResponseBudget.maxChars - ResponseBudget.measure({ ...response, [key]: "" })
+    response[key] = CodePoints.slice(text, 0, ResponseBudget.prefixFitting(text, CodePoints.count(text), Math.max(0, room)))
+  }
+  return response
+}
+
 type ErrorPreview = ReturnType<typeof errorEntry>
 
 const errorEntry = (record: ToolErrorRecord, message: string | null, truncated: boolean) => ({
@@ -127,14 +142,14 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
       if (definition.entrypoint !== undefined) response.entrypoint = definition.entrypoint
       if (definition.state !== "unbound") response.execution_mode = definition.execution_mode
       if (definition.files !== undefined) response.files = definition.files
-      if (definition.parameters === null) return response
+      if (definition.parameters === null) return fitPreviews(response)
       const withParameters = { ...response, parameters: definition.parameters }
       if (ResponseBudget.fits(withParameters)) return withParameters
-      return {
+      return fitPreviews({
         ...response,
         parameters_omitted: true,
         parameters_chars: ResponseBudget.measure(definition.parameters)
-      }
+      })
     },
 
     read_tool_source: ({ max_chars = 2_000, name, offset = 0, path }: NameArgs & PageArgs & { readonly path?: string }) => {
