@@ -129,7 +129,7 @@ describe("budgets and exact paging (BUD-01..15, D-04..D-06)", () => {
   })
 
   it("random catalogs: list_tools and inspect_tool stay within budget with exact previews (BUD-01, BUD-05..07, MGMT-06, MGMT-07)", async () => {
-    const entry = fc.record({ description: text(40, 30), body: text(10, 5) })
+    const entry = fc.record({ description: fc.oneof(text(40, 30), escapeHeavy), body: text(10, 5) })
     await fc.assert(
       fc.asyncProperty(
         fc.array(entry, { minLength: 1, maxLength: 40 }),

@@ -152,6 +152,20 @@ describe("inspect_tool (MGMT-07, MGMT-20, BUD-07, BUD-10, D-15)", () => {
     expect(size(over)).toBeLessThanOrEqual(8_000)
   })
 
+  it("shortens escape-heavy previews so that the definition still fits (BUD-01, BUD-07)", async () => {
+    const harness = makeHarness()
+    const control = "\u0001".repeat(600)
+    const source = `export const noisy = tool({ description: ${JSON.stringify("d" + control)}, guidelines: ${JSON.stringify("g" + control)} }, async () => 1)`
+    const files = Object.fromEntries(Array.from({ length: 31 }, (_, i) => [`helpers/${"h".repeat(50)}_${i}.ts`, "export {}"]))
+    await harness.createTool({ entrypoint: "noisy", source, files })
+    const inspected = (await harness.callTool("inspect_tool", { name: "noisy" })) as { description: string; guidelines: string; files: unknown[] }
+    expect(size(inspected)).toBeLessThanOrEqual(8_000)
+    expect(inspected.files).toHaveLength(32)
+    expect(("d" + control).startsWith(inspected.description)).toBe(true)
+    expect(("g" + control).startsWith(inspected.guidelines)).toBe(true)
+    expect(points(inspected.description) + points(inspected.guidelines)).toBeGreaterThan(700)
+  })
+
   it("rejects management names and unknown names", async () => {
     const harness = makeHarness()
     expect(await rejection(harness.callTool("inspect_tool", { name: "create_tool" }))).toMatchObject({ _tag: "NameConflict", reason: "Reserved" })
