@@ -11,7 +11,7 @@ import * as fc from "fast-check"
 import { JitHarness } from "../src/JitHarness.js"
 import * as Paging from "../src/Paging.js"
 import { tool } from "../src/Tool.js"
-import { add, codeTool, points } from "./fixtures.js"
+import { add, codeTool, points, walkGuard } from "./fixtures.js"
 
 const budget = 8_000
 const size = (value: unknown) => points(JSON.stringify(value))
@@ -58,7 +58,9 @@ const readAll = async (original: string, read: (offset: number, maxChars: number
   let offset: number | null = 0
   let assembled = ""
   let index = 0
+  const step = walkGuard()
   while (offset !== null) {
+    step()
     const maxChars = sizes[index++ % sizes.length]!
     const answer = (await read(offset, maxChars)) as Page
     expect(size(answer)).toBeLessThanOrEqual(budget)
@@ -153,7 +155,9 @@ describe("budgets and exact paging (BUD-01..15, D-04..D-06)", () => {
           }
           const seen: Array<string> = []
           let next: number | null = 0
+          const step = walkGuard()
           while (next !== null) {
+            step()
             const walk = (await harness.callTool("list_tools", { offset: next, limit })) as typeof page
             expect(size(walk)).toBeLessThanOrEqual(budget)
             expect(walk.tools.length).toBeGreaterThan(0)
@@ -255,7 +259,9 @@ describe("budgets and exact paging (BUD-01..15, D-04..D-06)", () => {
       fc.asyncProperty(fc.integer({ min: 1, max: 100 }), async (limit) => {
         const ids: Array<string> = []
         let offset: number | null = 0
+        const step = walkGuard()
         while (offset !== null) {
+          step()
           const page = (await harness.callTool("inspect_tool_calls", { name: "add", offset, limit })) as {
             calls: Array<{ call_id: string }>
             next_offset: number | null

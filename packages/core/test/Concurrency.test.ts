@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { JitHarness } from "../src/JitHarness.js"
 import type { ProfileRecord } from "../src/JitHarnessProfile.js"
 import type { JitToolEvent } from "../src/JitToolEvent.js"
-import { codeTool, makeHarness, recordEvents, rejection, twiceSource } from "./fixtures.js"
+import { codeTool, makeHarness, recordEvents, rejection, twiceSource, walkGuard } from "./fixtures.js"
 
 const quadSource = `
 export const quad = tool({
@@ -31,7 +31,9 @@ describe("concurrency", () => {
     const calls = harness.profile(undefined, { limit: 1_000 })
     expect(calls.total_calls).toBe(5_000)
     const records: Array<ProfileRecord> = []
+    const step = walkGuard()
     for (let offset: number | null = 0; offset !== null; ) {
+      step()
       const page = harness.profile(undefined, { offset, limit: 1_000 })
       records.push(...page.calls)
       offset = page.next_offset

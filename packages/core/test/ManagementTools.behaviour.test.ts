@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
 import { JitHarness } from "../src/JitHarness.js"
 import { tool } from "../src/Tool.js"
-import { add, codeTool, makeHarness, points, recordEvents, rejection, twiceSource, withTwice } from "./fixtures.js"
+import { add, codeTool, makeHarness, points, recordEvents, rejection, twiceSource, withTwice, walkGuard } from "./fixtures.js"
 
 const size = (value: unknown) => points(JSON.stringify(value))
 const contentId = (text: string) => createHash("sha256").update(text, "utf8").digest("hex").slice(0, 16)
@@ -89,7 +89,9 @@ describe("list_tools (MGMT-06, MGMT-20, MGMT-26, BUD-06, D-09)", () => {
     const seen: Array<string> = []
     let offset: number | null = 0
     let pages = 0
+    const step = walkGuard()
     while (offset !== null) {
+      step()
       const page = (await harness.callTool("list_tools", { offset, limit: 100 })) as { tools: Array<{ name: string }>; next_offset: number | null }
       expect(size(page)).toBeLessThanOrEqual(8_000)
       expect(page.tools.length).toBeLessThan(100)
@@ -187,7 +189,9 @@ describe("read_tool_schema (MGMT-09, BUD-08, BUD-09, BUD-11, D-06)", () => {
     let offset: number | null = 0
     let text = ""
     let shortened = 0
+    const step = walkGuard()
     while (offset !== null) {
+      step()
       const page = (await harness.callTool("read_tool_schema", { name: "wide", offset, max_chars: 4_000 })) as {
         content: string
         next_offset: number | null

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
-import { makeHarness, recordEvents, rejection } from "./fixtures.js"
+import { makeHarness, recordEvents, rejection, walkGuard } from "./fixtures.js"
 
 const workflow = `# Investigate a failing test
 
@@ -57,7 +57,9 @@ describe("text tools (TXT-*, D-13, D-14)", () => {
     let offset: number | null = 0
     let text = ""
     const ids = new Set<string>()
+    const step = walkGuard()
     while (offset !== null) {
+      step()
       const page = (await harness.callTool("long", { offset, max_chars: 4_000 })) as { content: string; next_offset: number | null; content_id: string }
       expect(JSON.stringify(page).length).toBeLessThanOrEqual(8_000)
       text += page.content

@@ -35,6 +35,36 @@ describe("update (UNL-06..09, MGMT-03, D-03, D-07)", () => {
     expect(await rejection(harness.updateTool({ name: "missing", source: "x" }))).toMatchObject({ _tag: "ToolNotFound", name: "missing" })
   })
 
+  it("a code tool may be named apart from its entry point (MGMT-02)", async () => {
+    const harness = makeHarness()
+    expect(await harness.callTool("create_tool", { name: "alias", entrypoint: "subject", source: valueTool("subject", "v1") })).toEqual({
+      name: "alias",
+      status: "loaded"
+    })
+    expect(await harness.callTool("alias")).toBe("v1")
+    expect(harness.definition("alias")).toMatchObject({ name: "alias", entrypoint: "subject" })
+    expect(await rejection(harness.callTool("subject"))).toMatchObject({ _tag: "ToolNotFound" })
+  })
+
+  it("a code tool can build and change tools itself through the management tools (OVR-01, CON-05)", async () => {
+    const harness = makeHarness()
+    const builder = codeTool(
+      "builder",
+      `[await harness.callTool("create_tool", { entrypoint: "made", source: args.source }), await harness.callTool("made", {}), await harness.callTool("unload_tool", { name: "made" })]`
+    )
+    await harness.createTool({ entrypoint: "builder", source: builder })
+    expect(await harness.callTool("builder", { source: valueTool("made", "built") })).toEqual([
+      { name: "made", status: "loaded" },
+      "built",
+      { name: "made", status: "unloaded" }
+    ])
+    expect(harness.profile().calls.slice(0, 3).map((call) => [call.tool_name, call.caller_tool_name])).toEqual([
+      ["unload_tool", "builder"],
+      ["made", "builder"],
+      ["create_tool", "builder"]
+    ])
+  })
+
   it("an update that sends nothing, or removes what it cannot, is refused and changes nothing", async () => {
     const harness = await withSubject()
     expect(await rejection(harness.callTool("update_tool", { name: "subject" }))).toMatchObject({ reason: "MissingField" })

@@ -108,3 +108,11 @@ export const hasSplitPair = (text: string): boolean => {
   }
   return false
 }
+
+/** Guards a next_offset walk: a walk that never ends fails instead of hanging. */
+export const walkGuard = (limit = 10_000) => {
+  let steps = 0
+  return () => {
+    if (++steps > limit) throw new Error(`next_offset did not reach null within ${limit} pages`)
+  }
+}
