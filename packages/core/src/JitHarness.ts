@@ -10,6 +10,7 @@
  *
  * @since 0.1.0
  */
+import { AsyncLocalStorage } from "node:async_hooks"
 import { randomBytes } from "node:crypto"
 import type { CodeRunnerShape, InvocationContext } from "./CodeRunner.js"
 import { ErrorCache } from "./ErrorCache.js"
@@ -183,6 +184,7 @@ export class JitHarness {
   private callCounter = 0
   private seq = 0
   private mutations: Promise<unknown> = Promise.resolve()
+  private readonly changing = new AsyncLocalStorage<{ active: boolean }>()
   private released = false
 
   constructor(options: JitHarnessOptions = {}) {
@@ -434,7 +436,20 @@ export class JitHarness {
   /** Runs state changes one at a time, in the order they were asked for (MGMT-15). */
   /** @internal */
   serially<A>(change: () => A | Promise<A>): Promise<A> {
-    const next = this.mutations.then(change, change)
+    // A change asked for by a change in progress (an example calling unload_tool, say) is part of
+    // it: queued behind its own parent it would wait forever, and so would every later change.
+    if (this.changing.getStore()?.active === true) return Promise.resolve().then(change)
+    const run = () => {
+      const token = { active: true }
+      return this.changing.run(token, async () => {
+        try {
+          return await change()
+        } finally {
+          token.active = false
+        }
+      })
+    }
+    const next = this.mutations.then(run, run)
     this.mutations = next.catch(() => undefined)
     return next
   }
