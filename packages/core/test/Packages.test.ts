@@ -388,6 +388,20 @@ describe("examples run before a version is installed (D-20)", () => {
     expect(harness.listTools().map((entry) => entry.name)).toEqual(["add"])
   })
 
+  it("an example that changes the toolbox runs within its change instead of waiting behind it forever (MGMT-15)", async () => {
+    const harness = makeHarness()
+    await harness.createTool({ kind: "text", name: "notes", description: "Notes.", source: "# n" })
+    const source = codeTool("tidy", `(await harness.callTool("unload_tool", { name: "notes" }), "tidied")`)
+    expect(await harness.createTool({ entrypoint: "tidy", source, examples: [{ input: {}, expected_output: "tidied" }] })).toEqual({
+      name: "tidy",
+      status: "loaded"
+    })
+    expect(harness.listTools().find((entry) => entry.name === "notes")?.state).toBe("unloaded")
+    expect(await harness.loadTool("notes")).toEqual({ name: "notes", status: "loaded" })
+    expect(await harness.callTool("tidy")).toBe("tidied")
+    expect(await harness.loadTool("notes")).toEqual({ name: "notes", status: "loaded" })
+  }, 5_000)
+
   it("an update whose example fails leaves the previous version answering", async () => {
     const harness = makeHarness()
     await harness.createTool({ entrypoint: "pair", source: pair })
