@@ -61,7 +61,7 @@ describe("jit_tool_started / jit_tool_completed (EVT-01..13, D-10, D-11)", () =>
     for (const secret of ["argument-secret", "result-secret", "message-secret"]) expect(text).not.toContain(secret)
   })
 
-  it("pair every dispatched management, code and text call, nested ones included; none for base tools (EVT-03..05, CON-18, MGMT-28, TXT-15)", async () => {
+  it("pair every dispatched management, code and text call, nested ones included; none for base tools (EVT-03..05, CON-18, MGMT-28, TXT-15, ORG-09)", async () => {
     const harness = makeHarness()
     const events = recordEvents(harness)
     await harness.callTool("create_tool", { kind: "text", name: "notes", description: "Notes.", source: "# Notes" })
@@ -167,7 +167,7 @@ describe("jit_tool_started / jit_tool_completed (EVT-01..13, D-10, D-11)", () =>
     expect(await iterator.next()).toEqual({ value: undefined, done: true })
   })
 
-  it("releasing the harness ends every subscription", async () => {
+  it("releasing the harness ends every subscription (PRF-18, LIFE-06)", async () => {
     const harness = await withTwice()
     const subscription = harness.subscribe()
     const pending = subscription[Symbol.asyncIterator]().next()

@@ -45,7 +45,7 @@ describe("state-changing tools acknowledge only name and status (MGMT-17, MGMT-1
 })
 
 describe("list_tools (MGMT-06, MGMT-20, MGMT-26, BUD-06, D-09)", () => {
-  it("lists base, code and text tools with origin, state and a description preview; never management tools", async () => {
+  it("lists base, code and text tools with origin, state and a description preview; never management tools (ORG-07, D-09)", async () => {
     const harness = await withTwice()
     await harness.createTool({ kind: "text", name: "notes", description: "Notes.", source: "# Notes" })
     await harness.unloadTool("notes")
@@ -238,7 +238,7 @@ describe("read_tool_source (MGMT-08, MGMT-21, BUD-12)", () => {
 })
 
 describe("inspect_tool_stats and inspect_tool_calls (MGMT-10, MGMT-11, MGMT-19, MGMT-22)", () => {
-  it("inspect_tool_stats answers only the tool's lifetime aggregates", async () => {
+  it("inspect_tool_stats answers only the tool's lifetime aggregates (PRF-02)", async () => {
     const harness = await withTwice()
     await harness.callTool("twice", { value: 1 })
     await rejection(harness.callTool("twice", { value: "x" }))

@@ -156,7 +156,7 @@ describe("aggregates (PRF-04, PRF-06, PRF-07, MEAS-05)", () => {
     expect(makeHarness().profileStats("never")).toMatchObject({ tool_name: "never", origin: "unknown", call_count: 0, average_duration_ms: null })
   })
 
-  it("records carry the origin of the registry that served them (ORG-01..05, ORG-08)", async () => {
+  it("records carry the origin of the registry that served them (KIND-03, ORG-01..05, ORG-08)", async () => {
     const harness = await withTwice()
     await harness.createTool({ kind: "text", name: "notes", description: "Notes.", source: "# Notes" })
     await harness.callTool("twice", { value: 1 })
