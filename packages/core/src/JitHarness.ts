@@ -10,6 +10,7 @@
  *
  * @since 0.1.0
  */
+import { AsyncLocalStorage } from "node:async_hooks"
 import { randomBytes } from "node:crypto"
 import * as AsyncInvocations from "./AsyncInvocations.js"
 import type { CodeRunnerShape, InvocationContext } from "./CodeRunner.js"
@@ -219,6 +220,7 @@ export class JitHarness {
   private readonly idPrefix = `call_${randomBytes(4).toString("hex")}_`
   private seq = 0
   private mutations: Promise<unknown> = Promise.resolve()
+  private readonly changing = new AsyncLocalStorage<{ active: boolean }>()
   private released = false
   private activation: Promise<void> | undefined
   private attachedRequest: object | undefined
@@ -686,7 +688,20 @@ export class JitHarness {
   /** Runs state changes one at a time, in the order they were asked for (MGMT-15). */
   /** @internal */
   serially<A>(change: () => A | Promise<A>): Promise<A> {
-    const next = this.mutations.then(change, change)
+    // A change asked for by a change in progress (an example calling unload_tool, say) is part of
+    // it: queued behind its own parent it would wait forever, and so would every later change.
+    if (this.changing.getStore()?.active === true) return Promise.resolve().then(change)
+    const run = () => {
+      const token = { active: true }
+      return this.changing.run(token, async () => {
+        try {
+          return await change()
+        } finally {
+          token.active = false
+        }
+      })
+    }
+    const next = this.mutations.then(run, run)
     this.mutations = next.catch(() => undefined)
     return next
   }

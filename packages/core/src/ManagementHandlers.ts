@@ -9,6 +9,7 @@ import * as CodePoints from "./CodePoints.js"
 import { InvalidToolRequest, NameConflict, ToolNotFound } from "./HarnessError.js"
 import type { JitHarness } from "./JitHarness.js"
 import type { ProfileRecord } from "./JitHarnessProfile.js"
+import type { ToolErrorRecord } from "./ToolErrorReport.js"
 import { type ManagementToolName, managementTools } from "./ManagementTools.js"
 import * as Paging from "./Paging.js"
 import * as ResponseBudget from "./ResponseBudget.js"
@@ -45,6 +46,54 @@ const compactCall = (record: ProfileRecord): Record<string, unknown> => {
   if (record.caller_tool_name !== null) call.caller_tool_name = record.caller_tool_name
   if (record.error_type !== null) call.error_type = record.error_type
   return call
+}
+
+/** Any tool this harness knows, management tools included: their calls are profiled too (MGMT-19). */
+const knownTool = (registry: ToolRegistry, name: string) => {
+  const entry = registry.get(name)
+  if (entry === undefined) throw new ToolNotFound({ name })
+  return entry
+}
+
+/**
+ * Shortens the guidelines, then the description preview, until `response` fits the budget: their
+ * 500 code points can take six times as much once escaped, next to a list of 32 files.
+ */
+const fitPreviews = (response: Record<string, unknown>): Record<string, unknown> => {
+  for (const key of ["guidelines", "description"]) {
+    if (ResponseBudget.fits(response)) break
+    const text = response[key]
+    if (typeof text !== "string") continue
+    const room = ResponseBudget.maxChars - ResponseBudget.measure({ ...response, [key]: "" })
+    response[key] = CodePoints.slice(text, 0, ResponseBudget.prefixFitting(text, CodePoints.count(text), Math.max(0, room)))
+  }
+  return response
+}
+
+type ErrorPreview = ReturnType<typeof errorEntry>
+
+const errorEntry = (record: ToolErrorRecord, message: string | null, truncated: boolean) => ({
+  tool_name: record.tool_name,
+  error_type: record.error_type,
+  message,
+  ...(truncated ? { message_truncated: true as const } : {}),
+  occurrences: record.occurrences,
+  last_call_id: record.last_call_id
+})
+
+/**
+ * A message preview of at most `maxChars` code points that also fits the budget when its entry is
+ * alone on a page (the page always keeps one entry): escapes count, so 4,000 quotes or control
+ * characters could otherwise take two to six times the budget.
+ */
+const errorPreview = (record: ToolErrorRecord, maxChars: number, total: number): ErrorPreview => {
+  const message = record.message
+  if (message === null) return errorEntry(record, null, record.message_truncated)
+  // next_offset at its widest: `null`, or an offset with as many digits as the total.
+  const alone = { errors: [errorEntry(record, "", true)], total_matches: total, next_offset: total >= 1_000 ? total : null }
+  const kept = ResponseBudget.prefixFitting(message, maxChars, ResponseBudget.maxChars - ResponseBudget.measure(alone))
+  const text = CodePoints.slice(message, 0, kept)
+  return errorEntry(record, text, record.message_truncated || text.length < message.length)
 }
 
 const userTool = (registry: ToolRegistry, name: string) => {
@@ -93,14 +142,14 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
       if (definition.entrypoint !== undefined) response.entrypoint = definition.entrypoint
       if (definition.state !== "unbound") response.execution_mode = definition.execution_mode
       if (definition.files !== undefined) response.files = definition.files
-      if (definition.parameters === null) return response
+      if (definition.parameters === null) return fitPreviews(response)
       const withParameters = { ...response, parameters: definition.parameters }
       if (ResponseBudget.fits(withParameters)) return withParameters
-      return {
+      return fitPreviews({
         ...response,
         parameters_omitted: true,
         parameters_chars: ResponseBudget.measure(definition.parameters)
-      }
+      })
     },
 
     read_tool_source: ({ max_chars = 2_000, name, offset = 0, path }: NameArgs & PageArgs & { readonly path?: string }) => {
@@ -133,12 +182,12 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
     },
 
     inspect_tool_stats: ({ name }: NameArgs) => {
-      userTool(registry, name)
+      knownTool(registry, name)
       return harness.profileStats(name)
     },
 
     inspect_tool_calls: ({ limit = 5, name, offset = 0 }: NameArgs & PageArgs) => {
-      userTool(registry, name)
+      knownTool(registry, name)
       const records = harness.profiler.records(name)
       return Paging.pageItems(records, offset, limit, (items, nextOffset) => ({
         calls: items.map(compactCall),
@@ -149,18 +198,14 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
 
     inspect_tool_errors: ({ limit = 3, max_chars = 512, name, offset = 0 }: Partial<NameArgs> & PageArgs) => {
       const records = harness.errors.records(name)
+      const previews = new Map<ToolErrorRecord, ErrorPreview>()
+      const previewOf = (record: ToolErrorRecord) => {
+        let preview = previews.get(record)
+        if (preview === undefined) previews.set(record, preview = errorPreview(record, max_chars, records.length))
+        return preview
+      }
       return Paging.pageItems(records, offset, limit, (items, nextOffset) => ({
-        errors: items.map((record) => {
-          const preview = record.message === null ? null : CodePoints.preview(record.message, max_chars)
-          return {
-            tool_name: record.tool_name,
-            error_type: record.error_type,
-            message: preview === null ? null : preview.text,
-            ...(record.message_truncated || preview?.truncated === true ? { message_truncated: true } : {}),
-            occurrences: record.occurrences,
-            last_call_id: record.last_call_id
-          }
-        }),
+        errors: items.map(previewOf),
         total_matches: records.length,
         next_offset: nextOffset
       }))

@@ -30,6 +30,18 @@ const isZod4 = (u: object): u is { toJSONSchema: (params: object) => unknown } =
 const isZod3 = (u: object): boolean =>
   "_def" in u && !("_zod" in u) && typeof (u as { safeParse?: unknown }).safeParse === "function"
 
+/**
+ * zod 4 leaves `additionalProperties` out of a plain (stripping) `z.object` in `io: "input"` mode,
+ * so undeclared arguments would pass, while the same contract written as an effect Schema, a zod 3
+ * schema or JSON Schema rejects them. Close such objects so all four sources validate alike.
+ */
+const closeStrippedObjects = (ctx: { readonly zodSchema: unknown; readonly jsonSchema: Record<string, unknown> }): void => {
+  const def = (ctx.zodSchema as { _zod?: { def?: { type?: unknown; catchall?: unknown } } })._zod?.def
+  if (def?.type === "object" && def.catchall === undefined && ctx.jsonSchema.additionalProperties === undefined) {
+    ctx.jsonSchema.additionalProperties = false
+  }
+}
+
 const dialectOf = (schema: JsonSchema): Dialect =>
   typeof schema.$schema === "string" && schema.$schema.includes("2020-12") ? "2020-12" : "draft-07"
 
@@ -61,7 +73,7 @@ export const normalize = (input: ParameterInput | undefined): Normalized => {
   }
   if (typeof input === "object" && input !== null) {
     if (isZod4(input)) {
-      const schema = input.toJSONSchema({ target: "draft-7", io: "input" }) as JsonSchema
+      const schema = input.toJSONSchema({ target: "draft-7", io: "input", override: closeStrippedObjects }) as JsonSchema
       return objectOnly({ schema: withoutMetaSchema(schema), dialect: "draft-07", source: "zod4" })
     }
     if (isZod3(input)) {
