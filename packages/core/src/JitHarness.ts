@@ -10,7 +10,6 @@
  *
  * @since 0.1.0
  */
-import { AsyncLocalStorage } from "node:async_hooks"
 import { randomBytes } from "node:crypto"
 import * as AsyncInvocations from "./AsyncInvocations.js"
 import type { CodeRunnerShape, InvocationContext } from "./CodeRunner.js"
@@ -170,7 +169,9 @@ class Invocation implements InvocationContext {
     readonly toolName: string,
     readonly depth: number,
     readonly signal: AbortSignal | undefined,
-    readonly epoch: number
+    readonly epoch: number,
+    /** Whether this invocation runs inside a toolbox change (an example of a version being made). */
+    readonly withinChange: boolean
   ) {}
 
   get callId(): string {
@@ -220,7 +221,6 @@ export class JitHarness {
   private readonly idPrefix = `call_${randomBytes(4).toString("hex")}_`
   private seq = 0
   private mutations: Promise<unknown> = Promise.resolve()
-  private readonly changing = new AsyncLocalStorage<{ active: boolean }>()
   private released = false
   private activation: Promise<void> | undefined
   private attachedRequest: object | undefined
@@ -261,7 +261,7 @@ export class JitHarness {
       this.manageBaseTools,
       runners,
       (name, code, input) =>
-        Promise.resolve(code.invoke(input, this.context(++this.seq, undefined, name, 1, undefined))),
+        Promise.resolve(code.invoke(input, this.context(++this.seq, undefined, name, 1, undefined, true))),
       this.budget
     )
     for (const entry of ManagementHandlers.make(this)) this.registry.addManagement(entry)
@@ -447,20 +447,21 @@ export class JitHarness {
     callId: string | undefined,
     caller: string | null,
     depth: number,
-    signal: AbortSignal | undefined
+    signal: AbortSignal | undefined,
+    withinChange = false
   ): Promise<unknown> {
     if (this.activation !== undefined) {
-      return this.activation.then(() => this.dispatch(name, args, callId, caller, depth, signal))
+      return this.activation.then(() => this.dispatch(name, args, callId, caller, depth, signal, withinChange))
     }
     const entry = this.registry.entries.get(name)
     if (entry === undefined) return Promise.reject(new ToolNotFound({ name }))
     const seq = ++this.seq
-    if (this.middleware.length === 0) return this.attempt(entry, args, seq, callId, caller, depth, signal)
+    if (this.middleware.length === 0) return this.attempt(entry, args, seq, callId, caller, depth, signal, withinChange)
     const id = callId ?? this.generatedId(seq)
     const call: MiddlewareCall = { name, args, callId: id, origin: entry.origin, depth, callerToolName: caller }
     const run = (index: number): Promise<unknown> =>
       index === this.middleware.length
-        ? this.attempt(entry, args, seq, id, caller, depth, signal)
+        ? this.attempt(entry, args, seq, id, caller, depth, signal, withinChange)
         : this.middleware[index]!(call, () => run(index + 1))
     return run(0)
   }
@@ -470,9 +471,10 @@ export class JitHarness {
     callId: string | undefined,
     toolName: string,
     depth: number,
-    signal: AbortSignal | undefined
+    signal: AbortSignal | undefined,
+    withinChange: boolean
   ): InvocationContext {
-    return new Invocation(this, seq, callId, toolName, depth, signal, this.epoch)
+    return new Invocation(this, seq, callId, toolName, depth, signal, this.epoch, withinChange)
   }
 
   /** @internal */
@@ -491,7 +493,7 @@ export class JitHarness {
         })
       )
     }
-    return this.dispatch(name, args, undefined, parent.toolName, parent.depth + 1, parent.signal)
+    return this.dispatch(name, args, undefined, parent.toolName, parent.depth + 1, parent.signal, parent.withinChange)
   }
 
   private rejection(entry: Entry, depth: number): ToolRejected | undefined {
@@ -537,7 +539,8 @@ export class JitHarness {
     callId: string | undefined,
     name: string,
     depth: number,
-    signal: AbortSignal | undefined
+    signal: AbortSignal | undefined,
+    withinChange: boolean
   ): Promise<unknown> {
     const release = await budget.acquire()
     const controller = new AbortController()
@@ -547,7 +550,7 @@ export class JitHarness {
     const forward = () => controller.abort(signal?.reason)
     signal?.addEventListener("abort", forward, { once: true })
     try {
-      return await abortedBy(version.invoke(args, this.context(seq, callId, name, depth, controller.signal)), controller.signal)
+      return await abortedBy(version.invoke(args, this.context(seq, callId, name, depth, controller.signal, withinChange)), controller.signal)
     } finally {
       clearTimeout(timer)
       signal?.removeEventListener("abort", forward)
@@ -562,7 +565,8 @@ export class JitHarness {
     callId: string | undefined,
     caller: string | null,
     depth: number,
-    signal: AbortSignal | undefined
+    signal: AbortSignal | undefined,
+    withinChange: boolean
   ): Promise<unknown> {
     const started = performance.now()
     const origin = entry.origin
@@ -590,7 +594,7 @@ export class JitHarness {
           const binding = entry.binding!
           const problems = binding.validate(args)
           if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
-          pending = binding.handler(args, this.context(seq, callId, entry.name, depth, signal))
+          pending = binding.handler(args, this.context(seq, callId, entry.name, depth, signal, withinChange))
           break
         }
         case "code": {
@@ -599,8 +603,8 @@ export class JitHarness {
           if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
           version.inflight++
           pending = this.budget === undefined
-            ? version.invoke(args, this.context(seq, callId, entry.name, depth, signal))
-            : this.invokeWithinPolicy(this.budget, version, args, seq, callId, entry.name, depth, signal)
+            ? version.invoke(args, this.context(seq, callId, entry.name, depth, signal, withinChange))
+            : this.invokeWithinPolicy(this.budget, version, args, seq, callId, entry.name, depth, signal, withinChange)
           break
         }
         case "text": {
@@ -612,7 +616,7 @@ export class JitHarness {
         case "management": {
           const problems = entry.validate(args)
           if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
-          pending = entry.handler(args, this.context(seq, callId, entry.name, depth, signal))
+          pending = entry.handler(args, this.context(seq, callId, entry.name, depth, signal, withinChange))
           break
         }
       }
@@ -688,22 +692,20 @@ export class JitHarness {
   /** Runs state changes one at a time, in the order they were asked for (MGMT-15). */
   /** @internal */
   serially<A>(change: () => A | Promise<A>): Promise<A> {
-    // A change asked for by a change in progress (an example calling unload_tool, say) is part of
-    // it: queued behind its own parent it would wait forever, and so would every later change.
-    if (this.changing.getStore()?.active === true) return Promise.resolve().then(change)
-    const run = () => {
-      const token = { active: true }
-      return this.changing.run(token, async () => {
-        try {
-          return await change()
-        } finally {
-          token.active = false
-        }
-      })
-    }
+    const run = () => change()
     const next = this.mutations.then(run, run)
     this.mutations = next.catch(() => undefined)
     return next
+  }
+
+  /**
+   * A change asked for by a tool invocation. One that runs inside a change in progress (an example
+   * of a version being created calls unload_tool, say) is part of it: queued behind its own parent
+   * it would wait forever, and so would every later change.
+   * @internal
+   */
+  changeFrom<A>(context: InvocationContext, change: () => A | Promise<A>): Promise<A> {
+    return (context as Invocation).withinChange ? Promise.resolve().then(change) : this.serially(change)
   }
 
   createTool(request: CreateToolRequest): Promise<ToolAck> {

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import * as CodePoints from "./CodePoints.js"
+import type { InvocationContext } from "./CodeRunner.js"
 import { InvalidToolRequest, NameConflict, ToolNotFound } from "./HarnessError.js"
 import type { JitHarness } from "./JitHarness.js"
 import type { ProfileRecord } from "./JitHarnessProfile.js"
@@ -110,11 +111,11 @@ const userTool = (registry: ToolRegistry, name: string) => {
 export const make = (harness: JitHarness): Array<ManagementEntry> => {
   const registry = harness.registry
 
-  const handlers: Record<ManagementToolName, (args: never) => unknown> = {
-    create_tool: (args: CreateToolRequest) => harness.createTool(args),
-    update_tool: (args: UpdateToolRequest) => harness.updateTool(args),
-    unload_tool: ({ name }: NameArgs) => harness.unloadTool(name),
-    load_tool: ({ name }: NameArgs) => harness.loadTool(name),
+  const handlers: Record<ManagementToolName, (args: never, context: InvocationContext) => unknown> = {
+    create_tool: (args: CreateToolRequest, context: InvocationContext) => harness.changeFrom(context, () => registry.create(args)),
+    update_tool: (args: UpdateToolRequest, context: InvocationContext) => harness.changeFrom(context, () => registry.update(args)),
+    unload_tool: ({ name }: NameArgs, context: InvocationContext) => harness.changeFrom(context, () => registry.setLoaded(name, false)),
+    load_tool: ({ name }: NameArgs, context: InvocationContext) => harness.changeFrom(context, () => registry.setLoaded(name, true)),
 
     list_tools: ({ limit = 20, offset = 0 }: PageArgs) =>
       Paging.pageItems(harness.listTools(), offset, limit, (items, nextOffset) => ({
@@ -216,6 +217,6 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
     origin: "management" as const,
     name: definition.name,
     validate: Validator.compile(definition.parameters, "draft-07"),
-    handler: handlers[definition.name as ManagementToolName] as (args: unknown) => unknown
+    handler: handlers[definition.name as ManagementToolName] as (args: unknown, context: InvocationContext) => unknown
   }))
 }
