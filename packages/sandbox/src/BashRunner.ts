@@ -10,6 +10,7 @@
  *
  * @since 0.1.0
  */
+import type { SandboxedCode } from "./internal/version.js"
 import type { CodeRunner } from "@jitbox/core"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -30,7 +31,7 @@ let driverSource: string | undefined
  *
  * @since 0.1.0 @category running
  */
-export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<CodeRunner.ActivatedCode> => {
+export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<SandboxedCode> => {
   const bash = ctx.iso.bash
   if (bash === undefined) throw packageError(source, "NoRunner", undefined, `${ctx.config.bashPath} not found`)
   driverSource ??= fs.readFileSync(driverFile, "utf8")

@@ -13,6 +13,7 @@
  *
  * @since 0.1.0
  */
+import type { SandboxedCode } from "./internal/version.js"
 import type { CodeRunner } from "@jitbox/core"
 import * as esbuild from "esbuild"
 import { builtinModules } from "node:module"
@@ -37,7 +38,7 @@ let runtimeSource: string | undefined
  *
  * @since 0.1.0 @category running
  */
-export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<CodeRunner.ActivatedCode> => {
+export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<SandboxedCode> => {
   const versionDir = ctx.dirs.readOnly("v")
   runtimeSource ??= fs.readFileSync(runtimeFile, "utf8")
   writeShipped(path.join(versionDir, "runtime.mjs"), runtimeSource)

@@ -12,6 +12,7 @@
  *
  * @since 0.1.0
  */
+import type { SandboxedCode } from "./internal/version.js"
 import type { CodeRunner } from "@jitbox/core"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
@@ -85,7 +86,7 @@ const shippedRunner = (ctx: RunnerContext, python: string, cacheTag: string): Pr
  *
  * @since 0.1.0 @category running
  */
-export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<CodeRunner.ActivatedCode> => {
+export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<SandboxedCode> => {
   const python = ctx.iso.python
   if (python === undefined) throw packageError(source, "NoRunner", undefined, ctx.iso.pythonDetail)
   if (!Object.prototype.hasOwnProperty.call(source.files, "__init__.py")) {

@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import type { SandboxedCode } from "./internal/version.js"
 import { CodeRunner, HarnessError } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -20,6 +21,8 @@ import { WarmPool } from "./WarmPool.js"
 
 /** @since 0.1.0 @category models */
 export interface SandboxRunner extends CodeRunner.CodeRunnerShape {
+  /** Activation, as core's `CodeRunner`; a sandboxed `invoke` always answers a promise. */
+  readonly activate: (source: CodeRunner.CodeSource) => Promise<SandboxedCode>
   /** The isolation layers active for this runner's children. */
   readonly isolation: ReadonlyArray<SandboxLayers.LayerReport>
   /** Live children in the warm pool. */
@@ -51,7 +54,7 @@ export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
   process.once("exit", onExit)
   let closing: Promise<void> | undefined
 
-  const activate = (source: CodeRunner.CodeSource): Promise<CodeRunner.ActivatedCode> => {
+  const activate = (source: CodeRunner.CodeSource): Promise<SandboxedCode> => {
     if (pool.isClosed) {
       return Promise.reject(new HarnessError.PackageError({ name: source.toolName, reason: "NoRunner", detail: "the sandbox runner is closed" }))
     }

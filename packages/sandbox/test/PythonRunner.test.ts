@@ -202,7 +202,7 @@ describe("PythonRunner", () => {
       }))
       const dispatch = (depth: number): CodeRunner.InvocationContext => ({
         ...context({ callId: `depth-${depth}`, depth }),
-        callTool: (_name, args) => code!.invoke(args, dispatch(depth + 1))
+        callTool: (_name, args) => Promise.resolve(code!.invoke(args, dispatch(depth + 1)))
       })
       expect(await code.invoke({ n: 4 }, dispatch(0))).toBe(10)
       await code.dispose()

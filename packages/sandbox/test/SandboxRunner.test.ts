@@ -20,7 +20,7 @@ describe("SandboxRunner", () => {
             codeRunner.activate(source("typescript", { "index.ts": `export const main = tool({ description: "d" }, (a: { x: number }) => a.x + 1)` }))
           )
           expect(processes().length).toBeGreaterThan(0)
-          return yield* Effect.promise(() => code.invoke({ x: 41 }, context()))
+          return yield* Effect.promise(() => Promise.resolve(code.invoke({ x: 41 }, context())))
         }).pipe(Effect.provide(SandboxRunner.layer(testOptions)))
       )
       expect(result).toBe(42)

@@ -15,7 +15,12 @@ export interface InvocableChild extends ChildBase {
   invoke(args: unknown, context: CodeRunner.InvocationContext): Promise<unknown>
 }
 
-export class SandboxedVersion<C extends InvocableChild> implements CodeRunner.ActivatedCode {
+/** Core's `ActivatedCode`, whose `invoke` always answers a promise in a subprocess. */
+export interface SandboxedCode extends CodeRunner.ActivatedCode {
+  readonly invoke: (args: unknown, context: CodeRunner.InvocationContext) => Promise<unknown>
+}
+
+export class SandboxedVersion<C extends InvocableChild> implements SandboxedCode {
   private starting: Promise<C> | undefined
   private disposed = false
 
