@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import { rejection as failure } from "./fixtures.js"
 import { HarnessError, JitHarness, JitPolicy } from "../src/index.js"
 
 const slowTool = `export const slow = tool({
@@ -16,14 +17,6 @@ const slowTool = `export const slow = tool({
 const echo = (body = "args") =>
   `export const echo = tool({ description: "Echo.", guidelines: "Use to echo." }, (args) => ${body})`
 
-const failure = async (promise: Promise<unknown>) => {
-  try {
-    await promise
-  } catch (error) {
-    return error as { _tag: string; reason?: string; message: string }
-  }
-  throw new Error("expected a failure")
-}
 
 describe("JitPolicy (JT-POL, JT-CFG, JT-PRF-01)", () => {
   it("applies 003's defaults for a newly configured policy", () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import { rejection as failure } from "./fixtures.js"
 import { JitHarness, ToolContract } from "../src/index.js"
 
 const v1 = {
@@ -15,14 +16,6 @@ const v2 = {
   examples: [{ input: { n: 2 }, expectedOutput: { doubled: 4 } }]
 }
 
-const failure = async (promise: Promise<unknown>) => {
-  try {
-    await promise
-  } catch (error) {
-    return error as { _tag: string; reason?: string; message: string }
-  }
-  throw new Error("expected a failure")
-}
 
 describe("tool contracts (JT-CTR, JT-LIM, D-20)", () => {
   it("v1 requires exactly four string fields (JT-CTR-01)", () => {
