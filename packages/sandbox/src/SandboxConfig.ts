@@ -26,7 +26,7 @@ export interface SandboxLimits {
 
 /** @since 0.1.0 @category models */
 export interface SandboxOptions {
-  /** Wall-clock limit of one invocation (D-22, 003's short timeout). Default 200. */
+  /** Wall-clock limit of one invocation (D-22). Default 1,800 s: 003's invocationTimeoutSeconds, the only bound on a sandboxed call without a policy (D-21); a harness policy adds its shorter timeout on top. */
   readonly shortTimeoutSeconds?: number | undefined
   /** Wall-clock limit of activation (spawn + import + metadata). Default: `shortTimeoutSeconds`. */
   readonly activationTimeoutSeconds?: number | undefined
@@ -93,7 +93,7 @@ export const NobodyId = 65534
 
 /** @since 0.1.0 @category constructors */
 export const make = (options: SandboxOptions = {}): SandboxConfig => {
-  const shortTimeoutSeconds = positive("shortTimeoutSeconds", options.shortTimeoutSeconds ?? 200)
+  const shortTimeoutSeconds = positive("shortTimeoutSeconds", options.shortTimeoutSeconds ?? 1_800)
   const activationTimeoutSeconds = positive(
     "activationTimeoutSeconds",
     options.activationTimeoutSeconds ?? shortTimeoutSeconds
