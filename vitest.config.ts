@@ -1,11 +1,35 @@
 import { defineConfig } from "vitest/config"
 
-export default defineConfig({
+const shared = {
   resolve: { conditions: ["@jitbox/source"] },
-  ssr: { resolve: { conditions: ["@jitbox/source"] } },
+  ssr: { resolve: { conditions: ["@jitbox/source"] } }
+}
+
+export default defineConfig({
+  ...shared,
   test: {
-    include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts", "examples/**/*.test.ts"],
     testTimeout: 30_000,
-    hookTimeout: 30_000
+    hookTimeout: 30_000,
+    projects: [
+      {
+        ...shared,
+        test: {
+          name: "default",
+          include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts", "examples/**/*.test.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 30_000
+        }
+      },
+      {
+        ...shared,
+        test: {
+          name: "sandboxed",
+          include: ["packages/core/test/UpdateUnload.test.ts"],
+          setupFiles: ["test/setup/sandboxedMode.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000
+        }
+      }
+    ]
   }
 })

@@ -43,8 +43,12 @@ export const codeTool = (name: string, body: string, extra = ""): string =>
 export const ${name} = tool({ description: "Tool ${name}.", guidelines: "Use in tests." }, async (args, context) => ${body})
 `
 
+/** Options a test project sets for every harness (the sandboxed project: a subprocess runner). */
+export const modeOptions = (): JitHarnessOptions =>
+  (globalThis as { __jitboxTestHarnessOptions?: JitHarnessOptions }).__jitboxTestHarnessOptions ?? {}
+
 export const makeHarness = (options: JitHarnessOptions = {}): JitHarness =>
-  new JitHarness({ sessionId: "test", tools: [add], ...options })
+  new JitHarness({ sessionId: "test", tools: [add], ...modeOptions(), ...options })
 
 export const withTwice = async (options: JitHarnessOptions = {}): Promise<JitHarness> => {
   const harness = makeHarness(options)

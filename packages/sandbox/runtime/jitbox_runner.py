@@ -292,7 +292,9 @@ def _unwrap(message):
     if message.get("ok"):
         return message.get("value")
     error = message.get("error") or {}
-    raise _error_class(str(error.get("type", "Error")))(str(error.get("message", "nested call failed")))
+    failure = _error_class(str(error.get("type", "Error")))(str(error.get("message", "nested call failed")))
+    failure._jitbox_request_id = message.get("requestId")
+    raise failure
 
 
 def _relative(filename):
@@ -365,8 +367,11 @@ def _report(invocation_id, value=None, error=None):
         except (TypeError, ValueError) as problem:
             error = problem
     if error is not None:
-        _send({"_tag": "Failed", "invocationId": invocation_id, "cpuMs": _cpu_ms(),
-               "error": {"type": type(error).__name__, "message": str(error)}})
+        info = {"type": type(error).__name__, "message": str(error)}
+        nested = getattr(error, "_jitbox_request_id", None)
+        if nested is not None:
+            info["nestedRequestId"] = str(nested)
+        _send({"_tag": "Failed", "invocationId": invocation_id, "cpuMs": _cpu_ms(), "error": info})
         return
     data = payload.encode("utf-8", "surrogatepass")
     if len(data) > MAX_PAYLOAD_BYTES:

@@ -150,8 +150,11 @@ const cpuMs = () => {
   return Math.round((usage.user + usage.system) / 1000)
 }
 
-const fail = (id, error) =>
-  send({ _tag: "Failed", invocationId: id, error: { type: errorType(error), message: errorMessage(error) }, cpuMs: cpuMs() })
+const fail = (id, error) => {
+  const nested = error !== null && typeof error === "object" ? error.jitboxRequestId : undefined
+  const info = { type: errorType(error), message: errorMessage(error) }
+  send({ _tag: "Failed", invocationId: id, error: nested === undefined ? info : { ...info, nestedRequestId: nested }, cpuMs: cpuMs() })
+}
 
 const reply = (id, value) => {
   let json
@@ -186,7 +189,11 @@ const settleCall = (message) => {
   if (pending === undefined) return
   calls.delete(message.requestId)
   if (message.ok) pending.resolve(message.value)
-  else pending.reject(toolCallError(message.error?.type ?? "Error", message.error?.message ?? "nested call failed"))
+  else {
+    const error = toolCallError(message.error?.type ?? "Error", message.error?.message ?? "nested call failed")
+    error.jitboxRequestId = message.requestId
+    pending.reject(error)
+  }
 }
 
 const handle = (line) => {

@@ -22,7 +22,12 @@ export const MaxEnvelopeBytes = 4_096
 export const MaxLineBytes = MaxPayloadBytes + MaxEnvelopeBytes
 
 /** @since 0.1.0 @category schemas */
-export const ErrorInfo = Schema.Struct({ type: Schema.String, message: Schema.String })
+export const ErrorInfo = Schema.Struct({
+  type: Schema.String,
+  message: Schema.String,
+  /** Set when the tool let a nested call's failure propagate unchanged: the host rethrows its own error. */
+  nestedRequestId: Schema.optional(Schema.String)
+})
 
 /** @since 0.1.0 @category schemas */
 export type ErrorInfo = typeof ErrorInfo.Type

@@ -265,6 +265,8 @@ interface Pending {
   readonly context: CodeRunner.InvocationContext
   readonly timer: NodeJS.Timeout
   readonly onAbort: (() => void) | undefined
+  /** The host-side errors of this invocation's failed nested calls, by request id. */
+  nested?: Map<string, unknown>
 }
 
 /** A Node or Python child: JSON lines, concurrent invocations multiplexed by `invocationId`. */
@@ -315,9 +317,14 @@ export class JsonLinesChild extends ChildBase {
         const pending = this.take(message.invocationId)
         if (pending === undefined) return
         this.noteCpu(message.cpuMs)
+        const propagated = message.error.nestedRequestId === undefined
+          ? undefined
+          : pending.nested?.get(message.error.nestedRequestId)
         pending.reject(
           message.error.type === "OutputTooLarge"
             ? this.error("OutputTooLarge", message.error.message)
+            : propagated !== undefined
+            ? propagated
             : new HarnessError.ToolFailure({
               name: this.hooks.toolName,
               errorType: message.error.type,
@@ -415,7 +422,10 @@ export class JsonLinesChild extends ChildBase {
         }
         answer(true, `"value":${json}`)
       },
-      (error: unknown) => failWith(errorType(error), errorMessage(error))
+      (error: unknown) => {
+        if (error !== undefined) (pending.nested ??= new Map()).set(message.requestId, error)
+        failWith(errorType(error), errorMessage(error))
+      }
     )
   }
 }
