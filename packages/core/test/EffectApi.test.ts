@@ -51,7 +51,7 @@ describe("the Effect API (Harness.ts)", () => {
     Effect.gen(function*() {
       const failure = yield* Effect.flip(Harness.callTool("explode"))
       expect(failure).toBeInstanceOf(ToolFailure)
-      expect(failure).toMatchObject({ _tag: "ToolFailure", name: "explode", errorType: "RangeError", detail: "too far" })
+      expect(failure).toMatchObject({ _tag: "ToolFailure", toolName: "explode", name: "RangeError", errorType: "RangeError", detail: "too far" })
       expect((failure as ToolFailure).cause).toBeInstanceOf(RangeError)
       const report = yield* Harness.toolErrors("explode")
       expect(report.errors[0]).toMatchObject({ error_type: "RangeError", message: "too far" })

@@ -72,19 +72,6 @@ export const hello = tool({ description: "Greets.", guidelines: "Use in tests." 
     expect(harness.source("hello")).toMatchObject({ kind: "code", language: "javascript", entry_file: "index.js" })
   })
 
-  it("resolves bare imports from moduleRoot and node builtins (SNAP-09)", async () => {
-    const harness = makeHarness({ moduleRoot: fileURLToPath(new URL("..", import.meta.url)) })
-    const source = `
-import { z } from "zod"
-import { basename } from "node:path"
-const Args = z.object({ path: z.string() })
-export const base = tool({ description: "Base name of a path.", guidelines: "Use in tests.", parameters: Args }, async (args: unknown) => basename(Args.parse(args).path))
-`
-    await harness.createTool({ entrypoint: "base", source })
-    expect(await harness.callTool("base", { path: "/a/b/c.txt" })).toBe("c.txt")
-    expect(await rejection(harness.callTool("base", { path: "/a", extra: 1 }))).toMatchObject({ _tag: "ValidationError" })
-  })
-
   it("inspect_tool lists every file with its code-point count, entry included (PKG-07, MGMT-25)", async () => {
     const harness = await withPackage()
     const inspected = (await harness.callTool("inspect_tool", { name: "summarize_files" })) as { files: unknown }
@@ -145,17 +132,6 @@ export const base = tool({ description: "Base name of a path.", guidelines: "Use
       }
     })
     expect(await harness.callTool("summarize_files", { paths: ["a.txt", "b.txt"] })).toBe("a.txt: 5 characters;b.txt: 5 characters")
-  })
-
-  it("module bodies run at registration, before any call (PKG-10, OVR-05, D-01)", async () => {
-    const key = Symbol.for("jitbox-test/activations")
-    const seen = ((globalThis as Record<symbol, Array<string>>)[key] = [])
-    const harness = makeHarness()
-    const source = codeTool("loud", `"ok"`, `(globalThis as any)[Symbol.for("jitbox-test/activations")].push("activated")`)
-    await harness.createTool({ entrypoint: "loud", source })
-    expect(seen).toEqual(["activated"])
-    await harness.callTool("loud")
-    expect(seen).toEqual(["activated"])
   })
 
   it("every version is its own module: an update resets module state, harnesses never share it (PKG-11, D-03, X-08)", async () => {
@@ -278,9 +254,9 @@ const failures: ReadonlyArray<FailureCase> = [
     expected: { _tag: "InvalidToolRequest" }
   },
   {
-    title: "a language change, or a language without a runner on this host (D-02)",
-    create: { entrypoint: "subject", language: "python", source: good },
-    createExpected: { _tag: "PackageError", reason: "NoRunner" },
+    title: "a language change, or a language the harness does not know",
+    create: { entrypoint: "subject", language: "cobol" as never, source: good },
+    createExpected: { _tag: "ValidationError" },
     update: { language: "javascript", source: good },
     expected: { _tag: "InvalidToolRequest", reason: "FieldNotAllowed" }
   }
@@ -327,17 +303,6 @@ describe("failed creates and updates (PKG-09, UNL-09, MGMT-27)", () => {
     const inspected = (await harness.callTool("inspect_tool", { name: "subject" })) as { files: Array<{ path: string; chars: number }> }
     expect(inspected.files).toHaveLength(32)
     expect(inspected.files.find((file) => file.path === "f0.ts")?.chars).toBe(200_000)
-  })
-
-  it("a failed load cannot undo module-level side effects, but the old version stays (UNL-09)", async () => {
-    const key = Symbol.for("jitbox-test/side-effects")
-    const seen = ((globalThis as Record<symbol, Array<string>>)[key] = [])
-    const harness = makeHarness()
-    await harness.createTool({ entrypoint: "subject", source: good })
-    const broken = `(globalThis as any)[Symbol.for("jitbox-test/side-effects")].push("ran")\nexport const nothing = 1`
-    expect(await rejection(harness.updateTool({ name: "subject", source: broken }))).toMatchObject({ reason: "MissingEntrypoint" })
-    expect(seen).toEqual(["ran"])
-    expect(await harness.callTool("subject")).toBe("v1")
   })
 
   it("name clashes: management names are reserved, base names protected, existing names need update_tool (MGMT-13, MGMT-14)", async () => {

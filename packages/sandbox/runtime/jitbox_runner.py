@@ -257,7 +257,8 @@ class _Harness:
         global _next_request
         invocation = _current.get()
         if invocation is None:
-            raise _error_class("ToolRejected")("harness calls are only available while a tool invocation runs")
+            raise _error_class("ToolRejected")(
+                "harness.call_tool(%r) ran outside a tool invocation (at module load or after the call ended)" % (name,))
         payload = _dumps(args)
         if len(payload) > MAX_PAYLOAD_BYTES // 4 and len(payload.encode("utf-8", "surrogatepass")) > MAX_PAYLOAD_BYTES:
             raise _error_class("InputTooLarge")("arguments of %r exceed %d bytes of JSON" % (name, MAX_PAYLOAD_BYTES))

@@ -57,7 +57,9 @@ const harness = Object.freeze({
   callTool(name, args = {}) {
     const current = invocation.getStore()
     if (current === undefined) {
-      return Promise.reject(toolCallError("ToolRejected", "harness.callTool is only available while a tool invocation runs"))
+      return Promise.reject(
+        toolCallError("ToolRejected", `harness.callTool('${name}') ran outside a tool invocation (at module load or after the call ended)`)
+      )
     }
     if (typeof name !== "string") return Promise.reject(new TypeError("harness.callTool(name, args): name must be a string"))
     let json
@@ -172,7 +174,15 @@ const reply = (id, value) => {
 
 const invoke = (message) => {
   const id = message.invocationId
-  const store = { id, callId: message.callId, depth: message.depth }
+  const store = {
+    id,
+    callId: message.callId,
+    depth: message.depth,
+    toolName: message.toolName,
+    // the host kills the process to cancel, so this signal only says that the call can be cancelled
+    signal: message.cancellable === true ? new AbortController().signal : undefined,
+    callTool: (name, args) => harness.callTool(name, args)
+  }
   let result
   try {
     result = invocation.run(store, entry.handler, message.args, store)

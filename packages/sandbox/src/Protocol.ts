@@ -50,7 +50,11 @@ export const Invoke = Schema.TaggedStruct("Invoke", {
   invocationId: Schema.String,
   callId: Schema.String,
   depth: Schema.Number,
-  args: Schema.Unknown
+  args: Schema.Unknown,
+  /** The tool's name, as the handler's context reports it. */
+  toolName: Schema.optional(Schema.String),
+  /** Whether the host call can be cancelled, so the handler's context carries a signal. */
+  cancellable: Schema.optional(Schema.Boolean)
 })
 
 /** The answer to a `CallTool`: `value` when `ok`, else `error`. @since 0.1.0 @category host messages */

@@ -129,7 +129,7 @@ export class BashChild extends ChildBase {
       const stderr = readTail(path.join(this.files.output, "stderr"))
       return job.reject(
         new HarnessError.ToolFailure({
-          name: this.hooks.toolName,
+          toolName: this.hooks.toolName,
           errorType: "NonZeroExit",
           detail: `main.sh exited with status ${exitCode}${stderr.length > 0 ? `: ${stderr}` : ""}`,
           cause: null

@@ -293,7 +293,9 @@ export class JsonLinesChild extends ChildBase {
       this.inflight++
       this.lastUsed = tick()
       this.write(
-        `{"_tag":"Invoke","invocationId":"${id}","callId":${JSON.stringify(context.callId)},"depth":${context.depth},"args":${argsJson}}\n`
+        `{"_tag":"Invoke","invocationId":"${id}","callId":${JSON.stringify(context.callId)},"depth":${context.depth},"toolName":${
+          JSON.stringify(context.toolName)
+        },"cancellable":${context.signal !== undefined},"args":${argsJson}}\n`
       )
     })
   }
@@ -326,7 +328,7 @@ export class JsonLinesChild extends ChildBase {
             : propagated !== undefined
             ? propagated
             : new HarnessError.ToolFailure({
-              name: this.hooks.toolName,
+              toolName: this.hooks.toolName,
               errorType: message.error.type,
               detail: message.error.message,
               cause: null
