@@ -361,6 +361,7 @@ export class JitHarness {
           entrypoint: v.entrypoint,
           source: v.files[v.entryFile]!,
           ...(Object.keys(helpers).length > 0 ? { files: helpers } : {}),
+          ...(v.duration === "long" ? { duration: v.duration } : {}),
           ...v.declared
         })
       }
@@ -544,7 +545,7 @@ export class JitHarness {
   ): Promise<unknown> {
     const release = await budget.acquire()
     const controller = new AbortController()
-    const seconds = budget.timeoutSeconds
+    const seconds = budget.timeoutSeconds(version.duration)
     const timeout = new ToolTimeout({ name, seconds })
     const timer = setTimeout(() => controller.abort(timeout), seconds * 1000)
     const forward = () => controller.abort(signal?.reason)
@@ -736,13 +737,6 @@ export class JitHarness {
     return this.serially(async () => {
       const contract = ToolContract.decode(options.contractVersion ?? 1, input)
       const language = ToolContract.languageOf(contract)
-      if (contract.toolExpectedDuration === "long" && this.budget !== undefined && !this.budget.policy.allowLongRunning) {
-        throw new PolicyViolation({
-          name: options.name ?? "contract",
-          reason: "LongRunningNotAllowed",
-          detail: "the contract expects a long invocation and the policy does not allow long-running tools"
-        })
-      }
       if (ToolContract.isV2(contract)) {
         const validate = Validator.compile(contract.outputSchema, "draft-07")
         contract.examples.forEach((example, index) => {
@@ -770,7 +764,8 @@ export class JitHarness {
           source: request.source,
           entrypoint: request.entrypoint,
           ...(request.description === undefined ? {} : { description: request.description, guidelines: request.guidelines, parameters: request.parameters }),
-          ...(request.examples === undefined ? {} : { examples: request.examples })
+          ...(request.examples === undefined ? {} : { examples: request.examples }),
+          ...(request.duration === undefined ? {} : { duration: request.duration })
         })
       } else {
         ack = await this.registry.create(ToolContract.toCreateRequest(contract, options.name ?? ToolContract.defaultName(contract)))

@@ -29,6 +29,8 @@ export const CodeToolRecord = Schema.Struct({
   entrypoint: Schema.String,
   source: Schema.String,
   files: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  /** 003's duration class; absent means short. */
+  duration: Schema.optional(Schema.Literal("short", "long")),
   ...Declared
 })
 

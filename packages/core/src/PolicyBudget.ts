@@ -85,7 +85,18 @@ export class PolicyBudget {
     }
   }
 
-  get timeoutSeconds(): number {
-    return this.policy.shortInvocationTimeoutSeconds
+  /** The wall-clock bound of one call: the short timeout, or for a long tool the long one (JT-CTR-02). */
+  timeoutSeconds(duration: "short" | "long"): number {
+    return duration === "long" ? this.policy.invocationTimeoutSeconds : this.policy.shortInvocationTimeoutSeconds
+  }
+
+  checkDuration(name: string, duration: "short" | "long"): void {
+    if (duration === "long" && !this.policy.allowLongRunning) {
+      throw new PolicyViolation({
+        name,
+        reason: "LongRunningNotAllowed",
+        detail: `'${name}' expects long invocations and the policy does not allow long-running tools`
+      })
+    }
   }
 }

@@ -154,7 +154,13 @@ export const toCreateRequest = (contract: Contract, name: string): CreateToolReq
     ? contract.examples.map((example) => ({ input: example.input, expected_output: example.expectedOutput }))
     : undefined
   const description = contract.toolSpecification
-  const common = { name, language, entrypoint, ...(examples === undefined ? {} : { examples }) }
+  const common = {
+    name,
+    language,
+    entrypoint,
+    duration: contract.toolExpectedDuration,
+    ...(examples === undefined ? {} : { examples })
+  }
   switch (language) {
     case "javascript":
       return {

@@ -37,6 +37,8 @@ export interface CodeVersion {
   readonly guidelines: string
   readonly parameters: JsonSchema
   readonly executionMode: ToolExecutionMode
+  /** 003's duration class; `long` calls get the policy's long timeout. */
+  readonly duration: "short" | "long"
   readonly validate: Validator.Validate
   readonly invoke: ActivatedCode["invoke"]
   readonly dispose: ActivatedCode["dispose"]
@@ -201,7 +203,7 @@ export class ToolRegistry {
       throw new PackageError({ name, reason: "InvalidPath", path: entryFile, detail: `${entryFile} is the entry module: send it as source` })
     }
     const files = CodePackage.check(name, language, { ...request.files, [entryFile]: request.source })
-    const version = await this.codeVersion(name, language, entrypoint, files, declaredOf(request), request.examples, false)
+    const version = await this.codeVersion(name, language, entrypoint, files, declaredOf(request), request.examples, false, request.duration)
     this.entries.set(name, { origin: "code", name, version })
     return { name, status: "loaded" }
   }
@@ -274,7 +276,8 @@ export class ToolRegistry {
       checked,
       declared,
       request.examples,
-      true
+      true,
+      request.duration ?? current.duration
     )
     entry.version = version
     this.retire(current)
@@ -292,7 +295,7 @@ export class ToolRegistry {
         const entryFile = CodePackage.entryFile(record.language)
         const files = CodePackage.check(record.name, record.language, { ...record.files, [entryFile]: record.source })
         const declared = declaredOf(record)
-        const version = await this.codeVersion(record.name, record.language, record.entrypoint, files, declared, undefined, null)
+        const version = await this.codeVersion(record.name, record.language, record.entrypoint, files, declared, undefined, null, record.duration)
         built.push({ origin: "code", name: record.name, version })
       }
       for (const record of snapshot.text_tools) {
@@ -347,10 +350,12 @@ export class ToolRegistry {
     declared: CodeVersion["declared"],
     examples: ReadonlyArray<ToolExample> | undefined,
     /** Whether the version replaces another (a repair); `null` for a snapshot restore, which spends nothing. */
-    repair: boolean | null
+    repair: boolean | null,
+    duration: "short" | "long" = "short"
   ): Promise<CodeVersion> {
     const budget = repair === null ? undefined : this.budget
     if (budget !== undefined) {
+      budget.checkDuration(name, duration)
       budget.checkLanguage(name, language)
       budget.checkVersion(name, repair === true, examples?.length ?? 0)
     }
@@ -398,6 +403,7 @@ export class ToolRegistry {
         guidelines: guidelines!,
         parameters,
         executionMode: code.metadata.executionMode ?? "parallel",
+        duration,
         validate,
         invoke: code.invoke,
         dispose: code.dispose,

@@ -31,6 +31,8 @@ export interface CreateToolRequest {
   readonly guidelines?: string | undefined
   readonly parameters?: JsonSchema | undefined
   readonly examples?: ReadonlyArray<ToolExample> | undefined
+  /** 003's duration class (JT-CTR-02): a `long` tool needs a policy that allows long-running tools and gets its long timeout. */
+  readonly duration?: "short" | "long" | undefined
 }
 
 /** @since 0.1.0 @category models */
@@ -47,6 +49,7 @@ export interface UpdateToolRequest {
   readonly guidelines?: string | undefined
   readonly parameters?: JsonSchema | undefined
   readonly examples?: ReadonlyArray<ToolExample> | undefined
+  readonly duration?: "short" | "long" | undefined
 }
 
 /** What state-changing tools answer: nothing but the name and the status (MGMT-17, D-07). @since 0.1.0 @category models */

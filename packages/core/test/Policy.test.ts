@@ -213,3 +213,20 @@ describe("asynchronous operations (D-19, JT-POL-08)", () => {
     expect(() => harness.cancelInvocation(invocation_id)).toThrow(/no invocation/)
   })
 })
+
+describe("duration classes (JT-CTR-02)", () => {
+  it("a long tool needs allowLongRunning and gets the long timeout instead of the short one", async () => {
+    const strict = new JitHarness({ policy: { allowedLanguages: ["JavaScript"], shortInvocationTimeoutSeconds: 1 } })
+    const refused = await failure(strict.createTool({ entrypoint: "slow", source: slowTool, duration: "long" }))
+    expect(refused.reason).toBe("LongRunningNotAllowed")
+
+    const open = new JitHarness({
+      policy: { allowedLanguages: ["JavaScript"], allowLongRunning: true, shortInvocationTimeoutSeconds: 1 }
+    })
+    await open.createTool({ entrypoint: "slow", source: slowTool, duration: "long" })
+    expect(await open.callTool("slow", { ms: 1_300 })).toBe(1_300)
+    await open.createTool({ name: "quick", entrypoint: "slow", source: slowTool })
+    expect((await failure(open.callTool("quick", { ms: 1_300 })))._tag).toBe("ToolTimeout")
+    expect(open.snapshot().tools.find((tool) => tool.name === "slow")?.duration).toBe("long")
+  })
+})

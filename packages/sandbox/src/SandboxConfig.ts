@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError } from "@jitbox/core"
+import { HarnessError, type JitPolicy } from "@jitbox/core"
 import * as os from "node:os"
 
 /** Resource limits applied to every child with `prlimit` (per process). @since 0.1.0 @category models */
@@ -135,3 +135,15 @@ const positive = (name: string, value: number): number => {
   }
   return value
 }
+
+/**
+ * The runner options a harness policy implies: its environment bound, and its long timeout as the
+ * runner's outer per-call bound (the harness applies the short one itself).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const optionsFromPolicy = (policy: JitPolicy.JitPolicy): SandboxOptions => ({
+  maximumRuntimeEnvironments: policy.maximumRuntimeEnvironments,
+  shortTimeoutSeconds: policy.invocationTimeoutSeconds
+})

@@ -1,10 +1,10 @@
-import { CodeRunner, HarnessError } from "@jitbox/core"
+import { CodeRunner, HarnessError, JitPolicy } from "@jitbox/core"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
-import { SandboxLayers, SandboxRunner } from "../src/index.js"
+import { SandboxConfig, SandboxLayers, SandboxRunner } from "../src/index.js"
 import { context, rejection, source, testOptions } from "./helpers.js"
 
 describe("SandboxRunner", () => {
@@ -100,5 +100,14 @@ describe("SandboxRunner", () => {
     expect(byName["python"]!.active).toBe(exists("/usr/bin/python3"))
     for (const layer of layers) expect(layer.detail.length).toBeGreaterThan(0)
     expect(SandboxLayers.describeIsolation({ bubblewrap: false }).find((l) => l.layer === "bubblewrap")?.active).toBe(false)
+  })
+})
+
+describe("SandboxConfig.optionsFromPolicy", () => {
+  it("bounds environments by the policy and uses its long timeout as the per-call bound", () => {
+    const policy = JitPolicy.make({ maximumRuntimeEnvironments: 3, invocationTimeoutSeconds: 600 })
+    const config = SandboxConfig.make(SandboxConfig.optionsFromPolicy(policy))
+    expect(config.maximumRuntimeEnvironments).toBe(3)
+    expect(config.shortTimeoutMs).toBe(600_000)
   })
 })
