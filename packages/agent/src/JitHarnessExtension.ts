@@ -123,6 +123,3 @@ export class JitHarnessExtension implements AgentExtension {
     }
   }
 }
-
-/** Guidance used by `exposureFor`; re-exported for applications that render their own prompt. @since 0.1.0 @category rendering */
-export const instructions = Guidance.instructions
