@@ -9,7 +9,6 @@
  */
 import {
   Exposure,
-  Guidance,
   HarnessError,
   JitHarness,
   type JitHarnessOptions,
