@@ -589,37 +589,33 @@ export class JitHarness {
     let version: CodeVersion | undefined
     let result: unknown
     try {
+      const validate = origin === "base"
+        ? entry.binding!.validate
+        : origin === "code"
+        ? entry.version.validate
+        : origin === "text"
+        ? TextReader.validate
+        : entry.validate
+      const problems = validate(args)
+      if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
       let pending: unknown
       switch (origin) {
-        case "base": {
-          const binding = entry.binding!
-          const problems = binding.validate(args)
-          if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
-          pending = binding.handler(args, this.context(seq, callId, entry.name, depth, signal, withinChange))
+        case "base":
+          pending = entry.binding!.handler(args, this.context(seq, callId, entry.name, depth, signal, withinChange))
           break
-        }
-        case "code": {
+        case "code":
           version = entry.version
-          const problems = version.validate(args)
-          if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
           version.inflight++
           pending = this.budget === undefined
             ? version.invoke(args, this.context(seq, callId, entry.name, depth, signal, withinChange))
             : this.invokeWithinPolicy(this.budget, version, args, seq, callId, entry.name, depth, signal, withinChange)
           break
-        }
-        case "text": {
-          const problems = TextReader.validate(args)
-          if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
+        case "text":
           pending = TextReader.read(entry.name, entry.version.body, args as never)
           break
-        }
-        case "management": {
-          const problems = entry.validate(args)
-          if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
+        case "management":
           pending = entry.handler(args, this.context(seq, callId, entry.name, depth, signal, withinChange))
           break
-        }
       }
       result = signal === undefined ? await pending : await abortedBy(pending, signal)
     } catch (thrown) {

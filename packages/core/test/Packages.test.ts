@@ -446,4 +446,20 @@ describe("code runners (D-01, D-02, CodeRunner contract)", () => {
     await harness.release()
     expect(log.at(-1)).toBe("dispose v3")
   })
+
+  it("a call refused by validation does not count as running: the old version stays until the real call ends (UNL-08)", async () => {
+    const log: Array<string> = []
+    const gate = deferred<void>()
+    const harness = new JitHarness({ runners: [fakeRunner(log, gate.promise)] })
+    await harness.createTool({ language: "python", entrypoint: "py", source: "v1", ...declared })
+    expect(await rejection(harness.callTool("py", { n: "not a number" }))).toMatchObject({ _tag: "ValidationError" })
+    const running = harness.callTool("py", { n: 1 })
+    await harness.updateTool({ name: "py", source: "v2" })
+    expect(log).not.toContain("dispose v1")
+    gate.resolve()
+    expect(await running).toEqual({ version: "v1", args: { n: 1 } })
+    await Promise.resolve()
+    expect(log).toContain("dispose v1")
+    await harness.release()
+  })
 })
