@@ -23,7 +23,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as ModelProvider from "./ModelProvider.js"
 import { ProviderError } from "./ProviderError.js"
-import { decodeBody, describe, fromStatus, isRecord, withoutStatus } from "./internal/errors.js"
+import { decodeBody, describe, isRecord, sdkErrorMapper, withoutStatus } from "./internal/errors.js"
 import * as ToolArguments from "./internal/toolArguments.js"
 
 /**
@@ -170,24 +170,12 @@ const bodyMessage = (error: APIError): string => {
   return error.status === undefined ? error.message : withoutStatus(error.message, error.status)
 }
 
-const toProviderError = (provider: string) => (error: unknown): ProviderError => {
-  if (error instanceof APIConnectionTimeoutError) {
-    return new ProviderError({ reason: "Timeout", provider, status: null, providerMessage: describe(error) })
-  }
-  if (error instanceof APIConnectionError || error instanceof APIUserAbortError) {
-    return new ProviderError({ reason: "Connection", provider, status: null, providerMessage: describe(error) })
-  }
-  if (error instanceof APIError && typeof error.status === "number") {
-    return fromStatus(provider, error.status, bodyMessage(error))
-  }
-  if (error instanceof SyntaxError) {
-    return new ProviderError({ reason: "InvalidResponse", provider, status: null, providerMessage: describe(error) })
-  }
-  const message = describe(error)
-  // The SDK throws a plain Error when it finds no credential to send.
-  const reason = /authentication method/i.test(message) ? "Authentication" : "BadRequest"
-  return new ProviderError({ reason, provider, status: null, providerMessage: message })
-}
+// The SDK throws a plain Error when it finds no credential to send.
+const toProviderError = sdkErrorMapper(
+  { timeout: APIConnectionTimeoutError, connection: APIConnectionError, abort: APIUserAbortError, api: APIError },
+  bodyMessage,
+  (message) => /authentication method/i.test(message) ? "Authentication" : "BadRequest"
+)
 
 /**
  * An Anthropic Messages provider. It never throws: every failure, including a client that cannot

@@ -42,3 +42,39 @@ export const decodeBody = <A, I>(schema: Schema.Schema<A, I>, provider: string) 
       })
     )
   )
+
+/** The error classes both official SDKs (generated from one template) export. */
+export interface SdkErrorClasses<E extends Error & { readonly status?: number | undefined }> {
+  readonly timeout: abstract new (...args: Array<any>) => Error
+  readonly connection: abstract new (...args: Array<any>) => Error
+  readonly abort: abstract new (...args: Array<any>) => Error
+  readonly api: abstract new (...args: Array<any>) => E
+}
+
+/**
+ * Maps what an SDK call rejected with to `ProviderError`: timeouts and connection failures by
+ * class, HTTP errors by status with the provider's own message, an unparsable body as
+ * `InvalidResponse`, and anything the SDK refused to send by `unsent`.
+ */
+export const sdkErrorMapper = <E extends Error & { readonly status?: number | undefined }>(
+  sdk: SdkErrorClasses<E>,
+  bodyMessage: (error: E) => string,
+  unsent: (message: string) => ProviderError["reason"]
+) =>
+(provider: string) =>
+(error: unknown): ProviderError => {
+  if (error instanceof sdk.timeout) {
+    return new ProviderError({ reason: "Timeout", provider, status: null, providerMessage: describe(error) })
+  }
+  if (error instanceof sdk.connection || error instanceof sdk.abort) {
+    return new ProviderError({ reason: "Connection", provider, status: null, providerMessage: describe(error) })
+  }
+  if (error instanceof sdk.api && typeof error.status === "number") {
+    return fromStatus(provider, error.status, bodyMessage(error))
+  }
+  if (error instanceof SyntaxError) {
+    return new ProviderError({ reason: "InvalidResponse", provider, status: null, providerMessage: describe(error) })
+  }
+  const message = describe(error)
+  return new ProviderError({ reason: unsent(message), provider, status: null, providerMessage: message })
+}

@@ -6,7 +6,7 @@
 import * as Either from "effect/Either"
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai"
 import { ProviderError } from "../ProviderError.js"
-import { describe, fromStatus, isRecord, withoutStatus } from "./errors.js"
+import { describe, isRecord, sdkErrorMapper, withoutStatus } from "./errors.js"
 
 export interface ClientOptions {
   readonly apiKey?: string | undefined
@@ -40,19 +40,9 @@ const bodyMessage = (error: APIError): string => {
   return error.status === undefined ? error.message : withoutStatus(error.message, error.status)
 }
 
-export const toProviderError = (provider: string) => (error: unknown): ProviderError => {
-  if (error instanceof APIConnectionTimeoutError) {
-    return new ProviderError({ reason: "Timeout", provider, status: null, providerMessage: describe(error) })
-  }
-  if (error instanceof APIConnectionError || error instanceof APIUserAbortError) {
-    return new ProviderError({ reason: "Connection", provider, status: null, providerMessage: describe(error) })
-  }
-  if (error instanceof APIError && typeof error.status === "number") {
-    return fromStatus(provider, error.status, bodyMessage(error))
-  }
-  if (error instanceof SyntaxError) {
-    return new ProviderError({ reason: "InvalidResponse", provider, status: null, providerMessage: describe(error) })
-  }
-  // The SDK refused to send the request (an invalid option, a missing credential).
-  return new ProviderError({ reason: "BadRequest", provider, status: null, providerMessage: describe(error) })
-}
+/** The SDK refused to send the request (an invalid option, a missing credential): `BadRequest`. */
+export const toProviderError = sdkErrorMapper(
+  { timeout: APIConnectionTimeoutError, connection: APIConnectionError, abort: APIUserAbortError, api: APIError },
+  bodyMessage,
+  () => "BadRequest"
+)
