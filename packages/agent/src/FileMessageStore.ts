@@ -4,9 +4,9 @@
  *
  * @since 0.1.0
  */
-import { randomBytes } from "node:crypto"
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises"
+import { mkdir, readFile } from "node:fs/promises"
 import * as Path from "node:path"
+import { AtomicFile } from "@jitbox/core"
 import * as Schema from "effect/Schema"
 import { AgentError } from "./AgentError.js"
 import type { AgentExtension, HistoryStore } from "./AgentExtension.js"
@@ -44,18 +44,9 @@ export class FileMessageStore implements AgentExtension {
       const all = [...(await this.history.load(sessionId)), ...messages]
       await mkdir(this.directory, { recursive: true })
       const path = Path.join(this.directory, fileName(sessionId))
-      const temporary = `${path}.${randomBytes(6).toString("hex")}.tmp`
       try {
-        const handle = await open(temporary, "wx")
-        try {
-          await handle.writeFile(encode(all), "utf8")
-          await handle.sync()
-        } finally {
-          await handle.close()
-        }
-        await rename(temporary, path)
+        await AtomicFile.write(path, () => encode(all))
       } catch (cause) {
-        await rm(temporary, { force: true })
         throw new AgentError({ reason: "History", detail: `writing ${path}: ${String(cause)}` })
       }
     }

@@ -7,12 +7,12 @@
  *
  * @since 0.1.0
  */
-import { randomBytes } from "node:crypto"
-import { open, readFile, rename, rm } from "node:fs/promises"
+import { readFile } from "node:fs/promises"
 import * as Path from "node:path"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as AtomicFile from "./AtomicFile.js"
 
 const Language = Schema.Literal("javascript", "typescript", "python", "bash")
 const Name = Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/))
@@ -131,31 +131,18 @@ export const load = async (path: string): Promise<JitHarnessSnapshot> => {
  * @category io
  */
 export const save = async (snapshot: JitHarnessSnapshot, path: string): Promise<void> => {
-  const target = Path.resolve(path)
-  const directory = Path.dirname(target)
-  const temporary = Path.join(directory, `.${Path.basename(target)}.${randomBytes(6).toString("hex")}.tmp`)
   try {
-    const handle = await open(temporary, "wx", 0o644)
-    try {
-      await handle.writeFile(toJson(snapshot), "utf8")
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
-    await rename(temporary, target)
-    const dir = await open(directory, "r")
-    try {
-      await dir.sync()
-    } finally {
-      await dir.close()
-    }
+    await AtomicFile.write(path, () => toJson(snapshot))
   } catch (cause) {
-    await rm(temporary, { force: true })
     const code = (cause as { code?: string }).code
     throw new SnapshotError({
       reason: code === "ENOENT" ? "NotFound" : "Io",
       path,
-      detail: code === "ENOENT" ? `the directory ${directory} does not exist` : cause instanceof Error ? cause.message : String(cause)
+      detail: code === "ENOENT"
+        ? `the directory ${Path.dirname(Path.resolve(path))} does not exist`
+        : cause instanceof Error
+        ? cause.message
+        : String(cause)
     })
   }
 }

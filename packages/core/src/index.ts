@@ -12,6 +12,7 @@ export { ToolKind, type CreateToolRequest, type UpdateToolRequest, type ToolAck 
 export { InspectionToolExposure } from "./InspectionToolExposure.js"
 export { multimodal, MultimodalResult } from "./Measure.js"
 
+export * as AtomicFile from "./AtomicFile.js"
 export * as CodePackage from "./CodePackage.js"
 export * as CodePoints from "./CodePoints.js"
 export * as CodeRunner from "./CodeRunner.js"
