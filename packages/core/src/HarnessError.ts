@@ -190,6 +190,16 @@ export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure"
   }
 }
 
+/** A call or change on a harness after `release()`: a released harness answers nothing else. @since 0.1.0 @category errors */
+export class HarnessReleased extends Schema.TaggedError<HarnessReleased>()("HarnessReleased", {
+  sessionId: Schema.String,
+  operation: Schema.String
+}) {
+  override get message(): string {
+    return `the harness of session '${this.sessionId}' was released; ${this.operation} is refused`
+  }
+}
+
 /** Every error the harness itself raises. @since 0.1.0 @category errors */
 export type HarnessError =
   | ToolNotFound
@@ -203,6 +213,7 @@ export type HarnessError =
   | ToolCancelled
   | PolicyViolation
   | ToolTimeout
+  | HarnessReleased
 
 /** @since 0.1.0 @category refinements */
 export const isHarnessError = (u: unknown): u is HarnessError =>
@@ -219,5 +230,6 @@ const harnessErrorTags = new Set<string>([
   "ConfigError",
   "ToolCancelled",
   "PolicyViolation",
-  "ToolTimeout"
+  "ToolTimeout",
+  "HarnessReleased"
 ])

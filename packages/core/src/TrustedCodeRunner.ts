@@ -1,6 +1,6 @@
 /**
  * The trusted `CodeRunner` (D-01): JavaScript and TypeScript packages load into this process.
- * esbuild bundles the package from memory once per version (TypeScript is transpiled there), and
+ * `CodeBundle` bundles the package from memory once per version (TypeScript is transpiled there), and
  * the bundle is imported from a `data:` URL carrying a fresh token, so every activation is a new
  * module identity: an update never sees the old module state (PKG-11), and two sessions activated
  * from one snapshot never share globals. Bare imports resolve from `moduleRoot` to absolute URLs.
@@ -11,15 +11,20 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks"
 import { randomUUID } from "node:crypto"
-import { builtinModules } from "node:module"
-import * as Posix from "node:path/posix"
 import * as Path from "node:path"
-import { pathToFileURL } from "node:url"
-import * as esbuild from "esbuild"
 import * as Layer from "effect/Layer"
-import { type ActivatedCode, CodeRunner, type CodeRunnerShape, type CodeSource, type InvocationContext } from "./CodeRunner.js"
+import * as CodeBundle from "./CodeBundle.js"
+import {
+  type CallHost,
+  CodeRunner,
+  type CodeRunnerShape,
+  type CodeSource,
+  type CodeToolMetadata,
+  type Invocation,
+  type InvocationContext
+} from "./CodeRunner.js"
 import { PackageError, ToolDefinitionError, ToolRejected } from "./HarnessError.js"
-import { isToolDefinition, tool } from "./Tool.js"
+import { isToolDefinition, tool, type ToolHandler } from "./Tool.js"
 import { ToolExecutionMode } from "./ToolOrigin.js"
 
 /** @since 0.1.0 @category models */
@@ -41,63 +46,12 @@ const bindingsRegistry = (): Map<string, ModuleBindings> => {
   return (holder[registryKey] ??= new Map())
 }
 
-const loaderFor = (path: string): esbuild.Loader => {
-  if (path.endsWith(".ts")) return "ts"
-  if (path.endsWith(".json")) return "json"
-  return "js"
-}
-
-const resolveInPackage = (files: Readonly<Record<string, string>>, from: string, specifier: string): string | undefined => {
-  const base = Posix.normalize(Posix.join(Posix.dirname(from), specifier))
-  if (base.startsWith("..") || base.startsWith("/")) return undefined
-  const candidates = [base, `${base}.ts`, `${base}.js`, `${base}.mjs`, `${base}.json`, `${base}/index.ts`, `${base}/index.js`]
-  if (base.endsWith(".js")) candidates.push(`${base.slice(0, -3)}.ts`)
-  return candidates.find((candidate) => candidate in files)
-}
-
-const builtins = new Set(builtinModules)
-
-const packagePlugin = (source: CodeSource, moduleRoot: string): esbuild.Plugin => ({
-  name: "jitbox-package",
-  setup(build) {
-    build.onResolve({ filter: /.*/ }, async (args) => {
-      if (args.pluginData === resolvingFromRoot) return undefined
-      if (args.kind === "entry-point") return { path: source.entryFile, namespace: "jit" }
-      if (args.path.startsWith("./") || args.path.startsWith("../")) {
-        const found = resolveInPackage(source.files, args.importer, args.path)
-        return found === undefined
-          ? { errors: [{ text: `cannot resolve '${args.path}': no such file in the package` }] }
-          : { path: found, namespace: "jit" }
-      }
-      if (args.path.startsWith("node:") || builtins.has(args.path)) return { path: args.path, external: true }
-      // esbuild's own resolver, from the module root, with import conditions and without NODE_PATH,
-      // as the ESM loader will resolve it at run time.
-      const resolved = await build.resolve(args.path, { kind: "import-statement", resolveDir: moduleRoot, pluginData: resolvingFromRoot })
-      return resolved.errors.length > 0 || resolved.path === ""
-        ? { errors: [{ text: `cannot resolve package '${args.path}' from ${moduleRoot}` }] }
-        : { path: pathToFileURL(resolved.path).href, external: true }
-    })
-    build.onLoad({ filter: /.*/, namespace: "jit" }, (args) => ({
-      contents: source.files[args.path]!,
-      loader: loaderFor(args.path)
-    }))
-  }
-})
-
-const resolvingFromRoot = Symbol("resolving from the module root")
-
-const buildError = (source: CodeSource, failure: esbuild.BuildFailure): PackageError => {
-  const first = failure.errors[0]
-  const path = first?.location?.file?.replace(/^jit:/, "")
-  const text = first?.text ?? failure.message
-  const where = first?.location ? `${path}:${first.location.line}:${first.location.column}: ` : ""
-  return new PackageError({
-    name: source.toolName,
-    reason: /cannot resolve|Could not resolve/.test(text) ? "ImportError" : "CompileError",
-    ...(path === undefined ? {} : { path }),
-    detail: `${where}${text}`
-  })
-}
+const bindingsSource = (token: string) =>
+  `const bindings = globalThis[Symbol.for("@jitbox/core/TrustedCodeRunner/bindings")].get(${JSON.stringify(token)})
+export const tool = bindings.tool
+export const ToolExecutionMode = bindings.ToolExecutionMode
+export const harness = bindings.harness
+`
 
 const activationError = (source: CodeSource, cause: unknown): unknown => {
   if (cause instanceof ToolDefinitionError || cause instanceof PackageError) return cause
@@ -110,12 +64,23 @@ const activationError = (source: CodeSource, cause: unknown): unknown => {
   })
 }
 
+/** A signal for calls nobody can cancel: it never fires. */
+const never = new AbortController().signal
+
+interface Activation {
+  readonly handler: ToolHandler
+  readonly host: CallHost
+  /** Whether the package names `harness`, so its calls need to know their invocation. */
+  readonly composes: boolean
+}
+
 /**
  * @since 0.1.0
  * @category constructors
  */
 export const make = (options: Options = {}): CodeRunnerShape => {
   const moduleRoot = Path.resolve(options.moduleRoot ?? process.cwd())
+  const activations = new Map<string, Activation>()
   const invocations = new AsyncLocalStorage<InvocationContext>()
   const harness = {
     callTool: (name: string, args?: unknown): Promise<unknown> => {
@@ -133,31 +98,12 @@ export const make = (options: Options = {}): CodeRunnerShape => {
     }
   }
 
-  const activate = async (source: CodeSource): Promise<ActivatedCode> => {
+  const activate = async (source: CodeSource, host: CallHost): Promise<CodeToolMetadata> => {
     if (source.language !== "typescript" && source.language !== "javascript") {
       throw new PackageError({ name: source.toolName, reason: "NoRunner", detail: `the trusted runner does not run ${source.language}` })
     }
     const token = randomUUID()
-    let bundle: string
-    try {
-      const result = await esbuild.build({
-        entryPoints: [source.entryFile],
-        bundle: true,
-        write: false,
-        format: "esm",
-        platform: "node",
-        target: "node20",
-        logLevel: "silent",
-        plugins: [packagePlugin(source, moduleRoot)],
-        banner: {
-          js: `const { tool, ToolExecutionMode, harness } = globalThis[Symbol.for("@jitbox/core/TrustedCodeRunner/bindings")].get(${JSON.stringify(token)});`
-        }
-      })
-      bundle = result.outputFiles[0]!.text
-    } catch (cause) {
-      if (cause !== null && typeof cause === "object" && "errors" in cause) throw buildError(source, cause as esbuild.BuildFailure)
-      throw cause
-    }
+    const bundle = await CodeBundle.bundle(source, { bindings: bindingsSource(token), moduleRoot })
     const registry = bindingsRegistry()
     registry.set(token, { tool, ToolExecutionMode, harness })
     let module: Record<string, unknown>
@@ -185,23 +131,39 @@ export const make = (options: Options = {}): CodeRunnerShape => {
         detail: `export '${source.entrypoint}' of ${source.entryFile} is not a tool(...) definition`
       })
     }
-    const handler = entry.handler
-    const composes = Object.values(source.files).some((text) => /\bharness\b/.test(text))
-    return {
-      metadata: {
-        description: entry.description,
-        guidelines: entry.guidelines,
-        parameters: entry.parameters,
-        executionMode: entry.executionMode
-      },
-      invoke: composes
-        ? (args, context) => invocations.run(context, handler, args, context)
-        : (args, context) => handler(args, context),
-      dispose: () => Promise.resolve()
-    }
+    activations.set(source.activationId, {
+      handler: entry.handler,
+      host,
+      composes: Object.values(source.files).some((text) => /\bharness\b/.test(text))
+    })
+    return { description: entry.description, guidelines: entry.guidelines, parameters: entry.parameters, executionMode: entry.executionMode }
   }
 
-  return { languages: ["typescript", "javascript"], activate }
+  const invoke = (invocation: Invocation, signal: AbortSignal | undefined): unknown => {
+    const activation = activations.get(invocation.activationId)
+    if (activation === undefined) {
+      return Promise.reject(new PackageError({ name: invocation.toolName, reason: "NoRunner", detail: `activation ${invocation.activationId} was released` }))
+    }
+    const { callId, depth } = invocation.context
+    const host = activation.host
+    const context: InvocationContext = {
+      callId,
+      toolName: invocation.toolName,
+      depth,
+      signal: signal ?? never,
+      callTool: (name, args = {}) => host.callTool(callId, name, args)
+    }
+    return activation.composes
+      ? invocations.run(context, activation.handler, invocation.args, context)
+      : activation.handler(invocation.args, context)
+  }
+
+  const release = (activationId: string): Promise<void> => {
+    activations.delete(activationId)
+    return Promise.resolve()
+  }
+
+  return { languages: ["typescript", "javascript"], activate, invoke, release }
 }
 
 /** @since 0.1.0 @category layers */

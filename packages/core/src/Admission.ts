@@ -1,0 +1,197 @@
+/**
+ * What a policy lets one session spend (JT-POL-10..14, JT-CFG-06, D-20): tool versions, repairs,
+ * invocations (examples included), concurrent invocations, and the timeout of each call. The
+ * harness asks; the layer decides. `local` keeps the counts in this process for the harness's
+ * lifetime; `unlimited` is a harness without a policy (D-21: no budgets); a coordinator can lease
+ * the same budgets to sessions in other processes.
+ *
+ * The members the dispatch path calls (`trySpendInvocation`, `acquire`) stay synchronous or
+ * Promise-based: they run once per code call.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { type ConfigError, PolicyViolation } from "./HarnessError.js"
+import * as JitPolicy from "./JitPolicy.js"
+import type { CodeLanguage } from "./ToolOrigin.js"
+
+/** A new version asking to be counted. @since 0.1.0 @category models */
+export interface VersionRequest {
+  readonly name: string
+  readonly language: CodeLanguage
+  readonly duration: "short" | "long"
+  /** Whether it replaces a version (a repair). */
+  readonly repair: boolean
+  /** Example invocations it will run before it is installed. */
+  readonly examples: number
+}
+
+/** What has been spent so far. @since 0.1.0 @category models */
+export interface Usage {
+  readonly versions: number
+  readonly repairs: number
+  readonly invocations: number
+  readonly running: number
+  readonly waiting: number
+}
+
+/** Frees a concurrency slot; calling it twice frees it once. @since 0.1.0 @category models */
+export type Release = () => void
+
+/** @since 0.1.0 @category models */
+export interface AdmissionShape {
+  /** The effective policy; `undefined` when nothing is budgeted. */
+  readonly policy: JitPolicy.JitPolicy | undefined
+  /** Throws `PolicyViolation` unless the version (language, duration, budgets, examples) is allowed. */
+  readonly checkVersion: (request: VersionRequest) => void
+  /** Counts a version that was installed. */
+  readonly commitVersion: (repair: boolean) => void
+  /** Spends one invocation if one is left. */
+  readonly trySpendInvocation: () => boolean
+  /**
+   * Waits for a concurrency slot. Rejects with the signal's reason when `signal` aborts while the
+   * call waits: an abandoned call never takes a slot later.
+   */
+  readonly acquire: (signal: AbortSignal | undefined) => Promise<Release>
+  /** Whether a slot is free now. */
+  readonly available: () => boolean
+  /** The wall-clock bound of one call in seconds: the short timeout, or the long one (JT-CTR-02); `null` for none. */
+  readonly timeoutSeconds: (duration: "short" | "long") => number | null
+  readonly usage: () => Usage
+}
+
+/** @since 0.1.0 @category tags */
+export class Admission extends Context.Tag("@jitbox/core/Admission")<Admission, AdmissionShape>() {}
+
+const noRelease: Release = () => {}
+const freeSlot = Promise.resolve(noRelease)
+
+/**
+ * No policy: nothing is budgeted, every call is admitted at once and runs without a timeout.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const unlimited = (): AdmissionShape => {
+  let invocations = 0
+  let versions = 0
+  let repairs = 0
+  return {
+    policy: undefined,
+    checkVersion: () => {},
+    commitVersion: (repair) => {
+      versions++
+      if (repair) repairs++
+    },
+    trySpendInvocation: () => {
+      invocations++
+      return true
+    },
+    acquire: () => freeSlot,
+    available: () => true,
+    timeoutSeconds: () => null,
+    usage: () => ({ versions, repairs, invocations, running: 0, waiting: 0 })
+  }
+}
+
+interface Waiter {
+  readonly grant: (release: Release) => void
+  readonly signal: AbortSignal | undefined
+  readonly onAbort: (() => void) | undefined
+}
+
+/**
+ * Budgets of one policy kept in this process, for the lifetime of the harness that owns them.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const local = (policy: JitPolicy.JitPolicy): AdmissionShape => {
+  let versions = 0
+  let repairs = 0
+  let invocations = 0
+  let running = 0
+  const waiting: Array<Waiter> = []
+
+  const slot = (): Release => {
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      const next = waiting.shift()
+      if (next === undefined) {
+        running--
+        return
+      }
+      if (next.onAbort !== undefined) next.signal!.removeEventListener("abort", next.onAbort)
+      next.grant(slot())
+    }
+  }
+
+  const violation = (name: string, reason: PolicyViolation["reason"], detail: string) =>
+    new PolicyViolation({ name, reason, detail })
+
+  return {
+    policy,
+    checkVersion: ({ duration, examples, language, name, repair }) => {
+      if (duration === "long" && !policy.allowLongRunning) {
+        throw violation(name, "LongRunningNotAllowed", `'${name}' expects long invocations and the policy does not allow long-running tools`)
+      }
+      const needed = JitPolicy.policyLanguage(language)
+      if (!policy.allowedLanguages.includes(needed)) {
+        throw violation(name, "LanguageNotAllowed", `the policy allows ${policy.allowedLanguages.join(", ")}; '${name}' is ${needed}`)
+      }
+      if (versions >= policy.maximumTools) {
+        throw violation(name, "ToolBudgetExhausted", `the policy allows ${policy.maximumTools} tool versions and all are used`)
+      }
+      if (repair && repairs >= policy.maximumRepairs) {
+        throw violation(name, "RepairBudgetExhausted", `the policy allows ${policy.maximumRepairs} replacement versions and all are used`)
+      }
+      if (invocations + examples > policy.maximumInvocations) {
+        throw violation(
+          name,
+          "InvocationBudgetExhausted",
+          `running ${examples} examples needs more than the ${policy.maximumInvocations - invocations} invocations left`
+        )
+      }
+    },
+    commitVersion: (repair) => {
+      versions++
+      if (repair) repairs++
+    },
+    trySpendInvocation: () => {
+      if (invocations >= policy.maximumInvocations) return false
+      invocations++
+      return true
+    },
+    acquire: (signal) => {
+      if (signal?.aborted === true) return Promise.reject(signal.reason)
+      if (running < policy.maximumConcurrentInvocations) {
+        running++
+        return Promise.resolve(slot())
+      }
+      return new Promise<Release>((resolve, reject) => {
+        const onAbort = signal === undefined ? undefined : () => {
+          const index = waiting.indexOf(waiter)
+          if (index !== -1) waiting.splice(index, 1)
+          reject(signal.reason)
+        }
+        const waiter: Waiter = { grant: resolve, signal, onAbort }
+        waiting.push(waiter)
+        if (onAbort !== undefined) signal!.addEventListener("abort", onAbort, { once: true })
+      })
+    },
+    available: () => running < policy.maximumConcurrentInvocations,
+    timeoutSeconds: (duration) => duration === "long" ? policy.invocationTimeoutSeconds : policy.shortInvocationTimeoutSeconds,
+    usage: () => ({ versions, repairs, invocations, running, waiting: waiting.length })
+  }
+}
+
+/** A bad policy fails the layer with `ConfigError`. @since 0.1.0 @category layers */
+export const layerLocal = (policy: JitPolicy.JitPolicyInput): Layer.Layer<Admission, ConfigError> =>
+  Layer.effect(Admission, Effect.try({ try: () => local(JitPolicy.make(policy)), catch: (error) => error as ConfigError }))
+
+/** @since 0.1.0 @category layers */
+export const layerUnlimited: Layer.Layer<Admission> = Layer.sync(Admission, unlimited)

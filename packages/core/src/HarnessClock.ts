@@ -1,0 +1,74 @@
+/**
+ * The one source of time for what a harness decides by time: call deadlines and timeouts, the
+ * await window of `await_invocations`, and (in the runtime) lease expiry. `system` reads the
+ * wall clock and uses timers; `layerEffect` takes Effect's `Clock` from the context, so a test
+ * that provides `TestClock` moves every deadline with `TestClock.adjust` instead of sleeping.
+ *
+ * Durations in profile records are measurements, not decisions, and keep `performance.now()`.
+ *
+ * @since 0.1.0
+ */
+import type * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Runtime from "effect/Runtime"
+
+/** Cancels a scheduled callback; cancelling twice, or after it ran, does nothing. @since 0.1.0 @category models */
+export type Cancel = () => void
+
+/** @since 0.1.0 @category models */
+export interface HarnessClockShape {
+  /** Epoch milliseconds. */
+  readonly now: () => number
+  /** Runs `callback` once after `ms` milliseconds. */
+  readonly schedule: (ms: number, callback: () => void) => Cancel
+}
+
+/** @since 0.1.0 @category tags */
+export class HarnessClock extends Context.Tag("@jitbox/core/HarnessClock")<HarnessClock, HarnessClockShape>() {}
+
+/**
+ * The wall clock and Node's timers; a pending timer does not keep the process alive.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const system: HarnessClockShape = {
+  now: Date.now,
+  schedule: (ms, callback) => {
+    const timer = setTimeout(callback, ms)
+    timer.unref()
+    return () => clearTimeout(timer)
+  }
+}
+
+/**
+ * A clock driven by Effect: `clock` for the time, the runtime's scheduler for the timers
+ * (`TestClock` under `@effect/vitest`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fromEffect = <R>(clock: Clock.Clock, runtime: Runtime.Runtime<R>): HarnessClockShape => {
+  const run = Runtime.runFork(runtime)
+  return {
+    now: () => clock.unsafeCurrentTimeMillis(),
+    schedule: (ms, callback) => {
+      const fiber = run(Effect.sleep(ms).pipe(Effect.andThen(Effect.sync(callback))))
+      return () => {
+        run(Fiber.interrupt(fiber))
+      }
+    }
+  }
+}
+
+/** @since 0.1.0 @category layers */
+export const layerSystem: Layer.Layer<HarnessClock> = Layer.succeed(HarnessClock, system)
+
+/** @since 0.1.0 @category layers */
+export const layerEffect: Layer.Layer<HarnessClock> = Layer.effect(
+  HarnessClock,
+  Effect.zipWith(Effect.clock, Effect.runtime<never>(), fromEffect)
+)

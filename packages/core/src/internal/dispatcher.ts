@@ -1,0 +1,338 @@
+/**
+ * The one dispatch path every call goes through, whether the model asked for it, the application
+ * called it, or a tool composed it: lookup → middleware → reject checks → argument validation →
+ * handler → record → events, with exactly one profile record per attempt, an error-cache entry per
+ * failure, and an event pair per dispatched code, text or management call.
+ *
+ * Plain Promise code on purpose: a runtime hop per call would cost more than the whole dispatch.
+ */
+import type { AdmissionShape } from "../Admission.js"
+import type { Middleware } from "../Call.js"
+import type { CallHost } from "../CodeRunner.js"
+import type { ErrorCache } from "../ErrorCache.js"
+import type { EventFeed } from "../EventFeed.js"
+import type { HarnessClockShape } from "../HarnessClock.js"
+import {
+  HarnessReleased,
+  ToolCancelled,
+  ToolNotFound,
+  ToolRejected,
+  ToolTimeout,
+  ValidationError
+} from "../HarnessError.js"
+import * as Measure from "../Measure.js"
+import type { Profiler } from "../Profiler.js"
+import type { ProfileSinkShape } from "../ProfileSink.js"
+import * as TextReader from "../TextReader.js"
+import * as ThrownValue from "../ThrownValue.js"
+import type { ToolCallStatus } from "../ToolOrigin.js"
+import { LiveCall, type Session } from "./liveCall.js"
+import { type CodeVersion, type Entry, type Registry, release } from "./registry.js"
+
+export interface DispatcherOptions {
+  readonly sessionId: string
+  readonly idPrefix: string
+  readonly registry: Registry
+  readonly admission: AdmissionShape
+  readonly clock: HarnessClockShape
+  readonly profiler: Profiler
+  readonly errors: ErrorCache
+  readonly events: EventFeed
+  readonly profileSink: ProfileSinkShape | undefined
+  readonly middleware: ReadonlyArray<Middleware>
+  readonly maxCallDepth: number
+}
+
+/** Settles with `pending`, or rejects with the signal's reason as soon as it aborts. */
+const abortedBy = <A>(pending: A | PromiseLike<A>, signal: AbortSignal): Promise<A> =>
+  new Promise<A>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    if (signal.aborted) return onAbort()
+    signal.addEventListener("abort", onAbort, { once: true })
+    Promise.resolve(pending).then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort)
+        resolve(value)
+      },
+      (error) => {
+        signal.removeEventListener("abort", onAbort)
+        reject(error)
+      }
+    )
+  })
+
+export class Dispatcher implements Session, CallHost {
+  readonly sessionId: string
+  readonly calls = new Map<string, LiveCall>()
+  /** Increases when a request detaches; calls of an older epoch may not compose any more (LIFE-07). */
+  epoch = 0
+  /** Pending while a snapshot activates: calls wait for it. */
+  activation: Promise<void> | undefined
+  released = false
+  private seq = 0
+  private readonly o: DispatcherOptions
+  private readonly limited: boolean
+
+  constructor(options: DispatcherOptions) {
+    this.o = options
+    this.sessionId = options.sessionId
+    this.limited = options.admission.policy !== undefined
+  }
+
+  readonly generatedId = (seq: number): string => this.o.idPrefix + seq.toString(36)
+
+  /** A call from the application or the model. */
+  call(name: string, args: unknown, callId: string | undefined, signal: AbortSignal | undefined): Promise<unknown> {
+    if (this.released) return Promise.reject(new HarnessReleased({ sessionId: this.sessionId, operation: `calling '${name}'` }))
+    return this.dispatch(new LiveCall(this, ++this.seq, callId, name, args, null, null, 1, false, this.epoch, "application", signal))
+  }
+
+  /** A nested call by the running call `parentCallId`, resolved from this session's table. */
+  readonly callNested = (parentCallId: string, name: string, args: unknown): Promise<unknown> => {
+    if (this.released) return Promise.reject(new HarnessReleased({ sessionId: this.sessionId, operation: `calling '${name}'` }))
+    const parent = this.calls.get(parentCallId)
+    if (parent === undefined) {
+      return Promise.reject(
+        new ToolRejected({ name, reason: "NoActiveInvocation", detail: `'${name}' was called for call ${parentCallId}, which is not running` })
+      )
+    }
+    if (parent.epoch !== this.epoch) {
+      return Promise.reject(
+        new ToolRejected({
+          name,
+          reason: "NoActiveInvocation",
+          detail: `'${parent.name}' called '${name}' through a context of a request that has ended`
+        })
+      )
+    }
+    return this.dispatch(
+      new LiveCall(
+        this,
+        ++this.seq,
+        undefined,
+        name,
+        args,
+        parent.callId,
+        parent.name,
+        parent.depth + 1,
+        parent.withinChange,
+        this.epoch,
+        "composed",
+        parent.cancelSignal
+      )
+    )
+  }
+
+  /** The CallHost face: nested calls from runners. */
+  readonly callTool = this.callNested
+
+  /** Runs one example of a version that is not installed yet, as part of the change that builds it. Not recorded. */
+  readonly runExample = async (version: CodeVersion, name: string, input: unknown): Promise<unknown> => {
+    const call = new LiveCall(this, ++this.seq, undefined, name, input, null, null, 1, true, this.epoch, "example", undefined)
+    call.register()
+    try {
+      return await version.runner.invoke({ activationId: version.activationId, toolName: name, args: input, context: call.context(null) }, undefined)
+    } finally {
+      call.end()
+    }
+  }
+
+  private dispatch(call: LiveCall): Promise<unknown> {
+    if (this.activation !== undefined) return this.activation.then(() => this.dispatch(call))
+    const entry = this.o.registry.entries.get(call.name)
+    if (entry === undefined) return Promise.reject(new ToolNotFound({ name: call.name }))
+    call.origin = entry.origin
+    const middleware = this.o.middleware
+    if (middleware.length === 0) return this.attempt(entry, call)
+    const run = (index: number): Promise<unknown> =>
+      index === middleware.length ? this.attempt(entry, call) : middleware[index]!(call, () => run(index + 1))
+    return run(0)
+  }
+
+  private rejection(entry: Entry, depth: number): ToolRejected | undefined {
+    const name = entry.name
+    if (depth > this.o.maxCallDepth) {
+      return new ToolRejected({
+        name,
+        reason: "DepthExceeded",
+        detail: `calling '${name}' would nest ${depth} calls deep; maxCallDepth is ${this.o.maxCallDepth}`
+      })
+    }
+    if (entry.origin === "base") {
+      if (entry.binding === undefined) {
+        return new ToolRejected({
+          name,
+          reason: "MissingBinding",
+          detail: `base tool '${name}' has no binding in this harness; the application must supply it`
+        })
+      }
+      if (!this.o.registry.manageBaseTools) return undefined
+    } else if (entry.origin === "management") {
+      return undefined
+    }
+    const unloaded = this.o.registry.unloaded
+    if (unloaded.size !== 0 && unloaded.has(name)) {
+      return new ToolRejected({ name, reason: "Unloaded", detail: `tool '${name}' is unloaded; load it with load_tool first` })
+    }
+    if (entry.origin === "code" && !this.o.admission.trySpendInvocation()) {
+      return new ToolRejected({
+        name,
+        reason: "BudgetExhausted",
+        detail: `the policy's ${this.o.admission.policy?.maximumInvocations} invocations are spent; '${name}' was not run`
+      })
+    }
+    return undefined
+  }
+
+  private invokeCode(version: CodeVersion, call: LiveCall): unknown {
+    call.register()
+    const invocation = { activationId: version.activationId, toolName: call.name, args: call.args, context: call.context(null) }
+    if (!this.limited) return version.runner.invoke(invocation, call.cancelSignal)
+    return this.invokeAdmitted(version, call)
+  }
+
+  /** A code call under a policy: a concurrency slot (given up if the call is abandoned while it waits), then its deadline. */
+  private async invokeAdmitted(version: CodeVersion, call: LiveCall): Promise<unknown> {
+    const signal = call.signal
+    const release = await this.o.admission.acquire(signal)
+    const seconds = this.o.admission.timeoutSeconds(version.duration)
+    const clock = this.o.clock
+    const deadline = seconds === null ? null : clock.now() + seconds * 1000
+    const cancelTimer = seconds === null
+      ? undefined
+      : clock.schedule(seconds * 1000, () => call.abort(new ToolTimeout({ name: call.name, seconds })))
+    try {
+      return await version.runner.invoke(
+        { activationId: version.activationId, toolName: call.name, args: call.args, context: call.context(deadline) },
+        signal
+      )
+    } finally {
+      cancelTimer?.()
+      release()
+    }
+  }
+
+  private async attempt(entry: Entry, call: LiveCall): Promise<unknown> {
+    const started = performance.now()
+    call.startedAt = started
+    const origin = entry.origin
+    const args = call.args
+    const recorded = origin !== "base" || this.o.registry.manageBaseTools
+    const rejected = this.rejection(entry, call.depth)
+    if (rejected !== undefined) {
+      if (recorded) this.fail(call, started, "rejected", rejected)
+      throw rejected
+    }
+    const events = this.o.events
+    const emits = origin !== "base" && events.active
+    if (emits) {
+      events.emit({
+        type: "CUSTOM",
+        name: "jit_tool_started",
+        payload: { session_id: this.sessionId, tool_call_id: call.callId, tool_name: entry.name, origin }
+      })
+    }
+    let version: CodeVersion | undefined
+    let result: unknown
+    try {
+      const validate = origin === "base"
+        ? entry.binding!.validate
+        : origin === "code"
+        ? entry.version.validate
+        : origin === "text"
+        ? TextReader.validate
+        : entry.validate
+      const problems = validate(args)
+      if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
+      let pending: unknown
+      switch (origin) {
+        case "base":
+          pending = entry.binding!.handler(args, call)
+          break
+        case "code":
+          version = entry.version
+          version.inflight++
+          pending = this.invokeCode(version, call)
+          break
+        case "text":
+          pending = TextReader.read(entry.name, entry.version.body, args as never)
+          break
+        case "management":
+          pending = entry.handler(args, call)
+          break
+      }
+      const signal = call.cancelSignal
+      result = signal === undefined ? await pending : await abortedBy(pending, signal)
+    } catch (thrown) {
+      if (call.callerAborted) {
+        const cancelled = new ToolCancelled({ name: entry.name, callId: call.callId })
+        if (recorded) this.finish(call, started, "cancelled", null, cancelled._tag)
+        if (emits) this.completed(entry, call, false, cancelled._tag)
+        throw cancelled
+      }
+      if (recorded) this.fail(call, started, "failed", thrown)
+      if (emits) this.completed(entry, call, false, ThrownValue.errorType(thrown))
+      throw thrown
+    } finally {
+      call.end()
+      if (version !== undefined && --version.inflight === 0 && version.retired) void release(version)
+    }
+    if (recorded) this.finish(call, started, "completed", Measure.output(result), null)
+    if (emits) this.completed(entry, call, true, null)
+    return result
+  }
+
+  private completed(entry: Entry, call: LiveCall, success: boolean, errorType: string | null): void {
+    if (!this.o.events.active) return
+    this.o.events.emit({
+      type: "CUSTOM",
+      name: "jit_tool_completed",
+      payload: {
+        session_id: this.sessionId,
+        tool_call_id: call.callId,
+        tool_name: entry.name,
+        origin: entry.origin as "code" | "text" | "management",
+        success,
+        error_type: errorType
+      }
+    })
+  }
+
+  private finish(call: LiveCall, started: number, status: ToolCallStatus, outputChars: number | null, errorType: string | null): void {
+    const duration = performance.now() - started
+    const inputChars = Measure.input(call.args)
+    this.o.profiler.add(call.seq, call.givenId, call.name, call.origin, status, duration, inputChars, outputChars, call.callerToolName, errorType)
+    const sink = this.o.profileSink
+    if (sink === undefined) return
+    try {
+      sink.record({
+        session_id: this.sessionId,
+        call_id: call.callId,
+        tool_name: call.name,
+        origin: call.origin,
+        status,
+        duration_ms: duration,
+        input_chars: inputChars,
+        output_chars: outputChars,
+        caller_tool_name: call.callerToolName,
+        error_type: errorType,
+        parent_call_id: call.parentCallId,
+        depth: call.depth
+      })
+    } catch {
+      // a sink's failure is its own; dispatch goes on
+    }
+  }
+
+  private fail(call: LiveCall, started: number, status: "failed" | "rejected", thrown: unknown): void {
+    const errorType = ThrownValue.errorType(thrown)
+    const message = ThrownValue.message(thrown)
+    this.finish(call, started, status, Measure.message(message), errorType)
+    this.o.errors.add({ toolName: call.name, errorType, status, message, callId: call.callId, callerToolName: call.callerToolName })
+  }
+
+  /** Cancels every call still running (the harness was released). */
+  cancelAll(reason: unknown): void {
+    for (const call of Array.from(this.calls.values())) call.abort(reason, true)
+  }
+}
