@@ -1,14 +1,18 @@
 /**
  * Bounded asynchronous operations (D-19, JT-POL-08): `start_invocation` runs a tool in the
- * background and answers an `invocation_id` at once; `await_invocations` waits (at most the short
- * timeout) for 1–16 of them and returns the finished ones and the ids still running;
- * `cancel_invocation` is idempotent. A finished result is kept until it is read once, or until the
- * harness is released. Every started call goes through the harness's dispatch path.
+ * background and answers an `invocation_id` at once; past `maximumConcurrentInvocations` the start
+ * is accepted and queued (status `queued`) until a slot frees, and only past what the invocation
+ * budget can still pay for is it refused. `await_invocations` waits (at most the short timeout, on
+ * the harness's clock) for 1–16 of them and returns the finished ones and the ids still queued or
+ * running; `cancel_invocation` is idempotent. A finished result is kept until it is read once, or
+ * until the harness is released. Every started call goes through the harness's dispatch path, and
+ * the handlers of the three tools live here, as the management tools' live with their handlers.
  *
  * @since 0.1.0
  */
 import * as CodePoints from "./CodePoints.js"
 import { InvalidToolRequest, PolicyViolation } from "./HarnessError.js"
+import type { HarnessClockShape } from "./HarnessClock.js"
 import type { JsonSchema } from "./JsonSchema.js"
 import * as ResponseBudget from "./ResponseBudget.js"
 import * as ThrownValue from "./ThrownValue.js"
@@ -25,14 +29,25 @@ export interface FinishedInvocation {
 /** @since 0.1.0 @category models */
 export interface AwaitResult {
   readonly finished: ReadonlyArray<FinishedInvocation>
+  /** Started or queued, not finished yet. */
   readonly running: ReadonlyArray<string>
+}
+
+/** @since 0.1.0 @category models */
+export interface Started {
+  readonly invocation_id: string
+  /** `queued` until a concurrency slot frees. */
+  readonly status: "running" | "queued"
 }
 
 interface Operation {
   readonly id: string
   readonly name: string
+  readonly args: unknown
   readonly controller: AbortController
-  readonly done: Promise<void>
+  state: "queued" | "running" | "finished"
+  done: Promise<void>
+  finish: () => void
   outcome: FinishedInvocation | undefined
 }
 
@@ -42,53 +57,84 @@ export interface Dispatcher {
 }
 
 /** @since 0.1.0 @category models */
+export interface Options {
+  /** Operations running at once; later starts queue. */
+  readonly maximumConcurrent: number
+  /** Operations queued at once, at most; a start past it is refused. */
+  readonly maximumQueued: () => number
+  /** The longest `await_invocations` wait, in seconds. */
+  readonly maximumWaitSeconds: number
+  readonly clock: HarnessClockShape
+}
+
+/** @since 0.1.0 @category models */
 export class AsyncInvocations {
   private readonly operations = new Map<string, Operation>()
+  private readonly queue: Array<Operation> = []
   private counter = 0
+  private active = 0
 
   constructor(
     private readonly dispatcher: Dispatcher,
-    readonly maximumConcurrent: number,
-    readonly maximumWaitSeconds: number
+    readonly options: Options
   ) {}
 
-  get running(): number {
-    let n = 0
-    for (const operation of this.operations.values()) if (operation.outcome === undefined) n++
-    return n
+  get maximumWaitSeconds(): number {
+    return this.options.maximumWaitSeconds
   }
 
-  start(name: string, args: unknown = {}): { readonly invocation_id: string } {
-    if (this.running >= this.maximumConcurrent) {
+  /** Operations running now (not queued, not finished). */
+  get running(): number {
+    return this.active
+  }
+
+  /** Starts `name` now, or queues it when the concurrency bound is reached; refuses only past the queue's bound. */
+  start(name: string, args: unknown = {}): Started {
+    const queued = this.active >= this.options.maximumConcurrent
+    if (queued && this.queue.length >= this.options.maximumQueued()) {
       throw new PolicyViolation({
         name,
         reason: "ConcurrencyLimit",
-        detail: `${this.maximumConcurrent} invocations are already running; await or cancel one first`
+        detail: `${this.active} invocations are running and ${this.queue.length} are queued, all the invocation budget allows; await or cancel one first`
       })
     }
     const id = `inv_${(++this.counter).toString(36)}`
-    const controller = new AbortController()
-    const operation: Operation = {
-      id,
-      name,
-      controller,
-      outcome: undefined,
-      done: this.dispatcher.callTool(name, args, { signal: controller.signal }).then(
-        (result) => {
-          operation.outcome = { invocation_id: id, tool_name: name, status: "completed", result }
-        },
-        (error: unknown) => {
-          operation.outcome = {
-            invocation_id: id,
-            tool_name: name,
-            status: controller.signal.aborted ? "cancelled" : "failed",
-            error: { error_type: ThrownValue.errorType(error), message: ThrownValue.message(error) }
-          }
-        }
-      )
-    }
+    let finish!: () => void
+    const done = new Promise<void>((resolve) => {
+      finish = resolve
+    })
+    const operation: Operation = { id, name, args, controller: new AbortController(), state: "queued", done, finish, outcome: undefined }
     this.operations.set(id, operation)
-    return { invocation_id: id }
+    if (queued) this.queue.push(operation)
+    else this.run(operation)
+    return { invocation_id: id, status: queued ? "queued" : "running" }
+  }
+
+  private run(operation: Operation): void {
+    operation.state = "running"
+    this.active++
+    const { controller, id, name } = operation
+    this.dispatcher.callTool(name, operation.args, { signal: controller.signal }).then(
+      (result) => this.settle(operation, { invocation_id: id, tool_name: name, status: "completed", result }),
+      (error: unknown) =>
+        this.settle(operation, {
+          invocation_id: id,
+          tool_name: name,
+          status: controller.signal.aborted ? "cancelled" : "failed",
+          error: { error_type: ThrownValue.errorType(error), message: ThrownValue.message(error) }
+        })
+    )
+  }
+
+  private settle(operation: Operation, outcome: FinishedInvocation): void {
+    const wasRunning = operation.state === "running"
+    operation.state = "finished"
+    operation.outcome = outcome
+    operation.finish()
+    if (!wasRunning) return
+    this.active--
+    const next = this.queue.shift()
+    if (next !== undefined) this.run(next)
   }
 
   private known(id: string): Operation {
@@ -104,18 +150,18 @@ export class AsyncInvocations {
     if (ids.length < 1 || ids.length > 16) {
       throw new InvalidToolRequest({ reason: "OutOfRange", detail: "await 1 to 16 invocation ids" })
     }
-    if (!(timeoutSeconds >= 0 && timeoutSeconds <= this.maximumWaitSeconds)) {
-      throw new InvalidToolRequest({ reason: "OutOfRange", detail: `timeout_seconds must be 0 to ${this.maximumWaitSeconds}` })
+    if (!(timeoutSeconds >= 0 && timeoutSeconds <= this.options.maximumWaitSeconds)) {
+      throw new InvalidToolRequest({ reason: "OutOfRange", detail: `timeout_seconds must be 0 to ${this.options.maximumWaitSeconds}` })
     }
     const operations = ids.map((id) => this.known(id))
-    let timer: ReturnType<typeof setTimeout> | undefined
+    let cancelTimer: (() => void) | undefined
     await Promise.race([
       Promise.all(operations.map((operation) => operation.done)),
       new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, timeoutSeconds * 1000)
+        cancelTimer = this.options.clock.schedule(timeoutSeconds * 1000, resolve)
       })
     ])
-    clearTimeout(timer)
+    cancelTimer?.()
     const finished: Array<FinishedInvocation> = []
     const running: Array<string> = []
     for (const operation of operations) {
@@ -128,17 +174,39 @@ export class AsyncInvocations {
     return { finished, running }
   }
 
-  /** Cancels a running invocation; cancelling a finished or cancelled one just reports its status. */
+  /** Cancels a queued or running invocation; cancelling a finished or cancelled one just reports its status. */
   cancel(id: string): { readonly invocation_id: string; readonly status: string } {
     const operation = this.known(id)
-    if (operation.outcome === undefined) operation.controller.abort()
+    if (operation.state === "queued") {
+      this.queue.splice(this.queue.indexOf(operation), 1)
+      operation.controller.abort()
+      this.settle(operation, {
+        invocation_id: id,
+        tool_name: operation.name,
+        status: "cancelled",
+        error: { error_type: "ToolCancelled", message: `invocation ${id} was cancelled before it started` }
+      })
+    } else if (operation.state === "running") {
+      operation.controller.abort()
+    }
     return { invocation_id: id, status: operation.outcome?.status ?? "cancelled" }
   }
 
   /** Cancels everything and forgets every result (the harness was released). */
   release(): void {
+    this.queue.length = 0
     for (const operation of this.operations.values()) operation.controller.abort()
     this.operations.clear()
+  }
+
+  /** The handlers of the three model-facing tools, by name. */
+  handlers(): Record<string, (args: any) => unknown> {
+    return {
+      start_invocation: (args: { name: string; arguments?: unknown }) => this.start(args.name, args.arguments ?? {}),
+      await_invocations: async (args: { invocation_ids: ReadonlyArray<string>; timeout_seconds?: number }) =>
+        budgeted(await this.await(args.invocation_ids, args.timeout_seconds ?? 0)),
+      cancel_invocation: (args: { invocation_id: string }) => this.cancel(args.invocation_id)
+    }
   }
 }
 
@@ -146,7 +214,7 @@ export class AsyncInvocations {
 export const tools: ReadonlyArray<{ readonly name: string; readonly description: string; readonly parameters: JsonSchema }> = [
   {
     name: "start_invocation",
-    description: "Start a tool call in the background; returns invocation_id at once. Bounded concurrency.",
+    description: "Start a tool call in the background; returns invocation_id at once. Past the concurrency bound it queues.",
     parameters: {
       type: "object",
       properties: { name: { type: "string" }, arguments: { type: "object" } },

@@ -4,11 +4,21 @@
  * dispatch path the Promise API uses. Tool failures arrive typed: harness errors as themselves,
  * anything a tool's own code threw as `ToolFailure`.
  *
+ * The layer reads its seams from the context when they are provided: `CodeRunner`, `Admission`,
+ * `HarnessClock` (else Effect's `Clock`, so `TestClock` drives deadlines), `ProfileSink` and
+ * `EventSink`. A seam given in `options` wins over the context.
+ *
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Admission from "./Admission.js"
+import * as CodeRunner from "./CodeRunner.js"
+import * as EventSink from "./EventSink.js"
+import * as HarnessClock from "./HarnessClock.js"
+import * as ProfileSink from "./ProfileSink.js"
 import type * as Stream from "effect/Stream"
 import type { SubscribeOptions } from "./EventFeed.js"
 import { type HarnessError, isHarnessError, ToolFailure } from "./HarnessError.js"
@@ -22,9 +32,33 @@ import type { CreateToolRequest, ToolAck, UpdateToolRequest } from "./ToolReques
 /** @since 0.1.0 @category tags */
 export class Harness extends Context.Tag("@jitbox/core/Harness")<Harness, JitHarness>() {}
 
-/** Builds a harness; a bad option fails with `ConfigError`. @since 0.1.0 @category constructors */
+/**
+ * Builds a harness with the seams found in the context; a bad option fails with `ConfigError`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: JitHarnessOptions = {}): Effect.Effect<JitHarness, HarnessError, never> =>
-  Effect.try({ try: () => new JitHarness(options), catch: (error) => error as HarnessError })
+  Effect.gen(function*() {
+    const runner = yield* Effect.serviceOption(CodeRunner.CodeRunner)
+    const admission = yield* Effect.serviceOption(Admission.Admission)
+    const harnessClock = yield* Effect.serviceOption(HarnessClock.HarnessClock)
+    const profileSink = yield* Effect.serviceOption(ProfileSink.ProfileSink)
+    const eventSink = yield* Effect.serviceOption(EventSink.EventSink)
+    const clock = Option.isSome(harnessClock)
+      ? harnessClock.value
+      : HarnessClock.fromEffect(yield* Effect.clock, yield* Effect.runtime<never>())
+    const seams: Record<string, unknown> = {}
+    if (Option.isSome(runner) && options.runners === undefined) {
+      seams.runners = [runner.value]
+      if (options.codeExecution === undefined) seams.codeExecution = "sandboxed"
+    }
+    if (Option.isSome(admission) && options.admission === undefined && options.policy === undefined) seams.admission = admission.value
+    if (options.clock === undefined) seams.clock = clock
+    if (Option.isSome(profileSink) && options.profileSink === undefined) seams.profileSink = profileSink.value
+    if (Option.isSome(eventSink) && options.eventSink === undefined) seams.eventSink = eventSink.value
+    return yield* Effect.try({ try: () => new JitHarness({ ...options, ...seams }), catch: (error) => error as HarnessError })
+  })
 
 /** A harness that lives as long as the scope; closing the scope releases it. @since 0.1.0 @category constructors */
 export const makeScoped = (options: JitHarnessOptions = {}) =>

@@ -15,7 +15,8 @@ import * as Schema from "effect/Schema"
 import { InvalidToolRequest, PackageError } from "./HarnessError.js"
 import type { JsonSchema } from "./JsonSchema.js"
 import type { CodeLanguage } from "./ToolOrigin.js"
-import type { CreateToolRequest } from "./ToolRequest.js"
+import type { CreateToolRequest, ToolAck, UpdateToolRequest } from "./ToolRequest.js"
+import * as Validator from "./Validator.js"
 
 /** Source limit of a contract (JT-LIM-01): 128 KiB of UTF-8. @since 0.1.0 @category constants */
 export const maxSourceBytes = 131_072
@@ -191,4 +192,62 @@ export const toCreateRequest = (contract: Contract, name: string): CreateToolReq
     default:
       return { ...common, source: contract.toolCode, description, guidelines: description, parameters }
   }
+}
+
+/** What contract creation needs of a harness: its changes and the current version ids. @since 0.1.0 @category models */
+export interface ContractTarget {
+  readonly create: (request: CreateToolRequest) => Promise<ToolAck>
+  readonly update: (request: UpdateToolRequest) => Promise<ToolAck>
+  /** The code tool whose current version has `versionId`. */
+  readonly toolWithVersion: (versionId: string) => { readonly name: string; readonly language: CodeLanguage } | undefined
+  readonly currentVersionId: (name: string) => string
+}
+
+/**
+ * Creates a code tool from a contract (v1 or v2), or, with v2 `replacesToolId`, replaces the tool
+ * whose current version has that id (a repair). Answers the tool's name and its new version id,
+ * the `tool_id` (D-03). Run it as one toolbox change.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const create = async (
+  target: ContractTarget,
+  input: unknown,
+  options: { readonly contractVersion?: 1 | 2 | undefined; readonly name?: string | undefined }
+): Promise<ToolAck & { readonly tool_id: string }> => {
+  const contract = decode(options.contractVersion ?? 1, input)
+  const language = languageOf(contract)
+  if (isV2(contract)) {
+    const validate = Validator.compile(contract.outputSchema, "draft-07")
+    contract.examples.forEach((example, index) => {
+      const problems = validate(example.expectedOutput)
+      if (problems !== undefined) {
+        throw new InvalidToolRequest({ reason: "FieldNotAllowed", detail: `examples.${index}.expectedOutput does not match outputSchema: ${problems}` })
+      }
+    })
+  }
+  const replaces = isV2(contract) ? contract.replacesToolId : undefined
+  let ack: ToolAck
+  if (replaces === undefined) {
+    ack = await target.create(toCreateRequest(contract, options.name ?? defaultName(contract)))
+  } else {
+    const replaced = target.toolWithVersion(replaces)
+    if (replaced === undefined) {
+      throw new InvalidToolRequest({ reason: "UnknownPath", detail: `no current tool version has the id ${replaces}` })
+    }
+    if (replaced.language !== language) {
+      throw new InvalidToolRequest({ name: replaced.name, reason: "FieldNotAllowed", detail: "a replacement keeps the language of the tool it replaces" })
+    }
+    const request = toCreateRequest(contract, replaced.name)
+    ack = await target.update({
+      name: replaced.name,
+      source: request.source,
+      entrypoint: request.entrypoint,
+      ...(request.description === undefined ? {} : { description: request.description, guidelines: request.guidelines, parameters: request.parameters }),
+      ...(request.examples === undefined ? {} : { examples: request.examples }),
+      ...(request.duration === undefined ? {} : { duration: request.duration })
+    })
+  }
+  return { ...ack, tool_id: target.currentVersionId(ack.name) }
 }

@@ -59,7 +59,7 @@ describe("composition (CON-05..23, D-24)", () => {
     const harness = makeHarness()
     const source = codeTool(
       "introspect",
-      `({ callId: context.callId, depth: context.depth, toolName: context.toolName, signal: context.signal === undefined ? "none" : "present", sum: await context.callTool("add", { left: 1, right: 2 }) })`
+      `({ callId: context.callId, depth: context.depth, toolName: context.toolName, signal: context.signal instanceof AbortSignal ? (context.signal.aborted ? "aborted" : "present") : "none", sum: await context.callTool("add", { left: 1, right: 2 }) })`
     )
     await harness.createTool({ entrypoint: "introspect", source })
     const controller = new AbortController()
@@ -71,7 +71,7 @@ describe("composition (CON-05..23, D-24)", () => {
       sum: 3
     })
     const nested = await harness.callTool("introspect", {})
-    expect(nested).toMatchObject({ signal: "none", depth: 1 })
+    expect(nested).toMatchObject({ signal: "present", depth: 1 })
   })
 
   it("nested calls go through argument validation (CON-07, CON-20, STS-03)", async () => {

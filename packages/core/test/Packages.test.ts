@@ -342,7 +342,6 @@ describe("examples run before a version is installed (D-20)", () => {
 
   it.each([
     ["a wrong output", [{ input: { x: 1 }, expected_output: { a: 2, b: [1, "😀"] } }], /example 1 returned/],
-    ["an input the schema rejects", [{ input: "nope", expected_output: null }], /example 1: invalid input/],
     ["a throwing example", [{ input: { x: 1, boom: true }, expected_output: null }], /threw/]
   ] as const)("refuses %s with ExampleFailed and installs nothing", async (_, examples, detail) => {
     const harness = makeHarness()
@@ -350,6 +349,22 @@ describe("examples run before a version is installed (D-20)", () => {
     const error = await rejection(harness.createTool({ entrypoint: "pair", source, examples: examples as never }))
     expect(error).toMatchObject({ _tag: "PackageError", reason: "ExampleFailed" })
     expect(error.message).toMatch(detail)
+    expect(harness.listTools().map((entry) => entry.name)).toEqual(["add"])
+  })
+
+  it("refuses an example input the tool's schema rejects with ExampleFailed, and one that is no object as a bad request", async () => {
+    const harness = makeHarness()
+    const source = `export const half = tool({
+  description: "Half of an even number.",
+  guidelines: "Use in tests.",
+  parameters: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] }
+}, ({ n }) => n / 2)`
+    const invalid = await rejection(harness.createTool({ entrypoint: "half", source, examples: [{ input: { n: "two" }, expected_output: 1 }] }))
+    expect(invalid).toMatchObject({ _tag: "PackageError", reason: "ExampleFailed" })
+    expect(invalid.message).toMatch(/example 1: invalid input/)
+    const malformed = await rejection(harness.createTool({ entrypoint: "half", source, examples: [{ input: "nope", expected_output: null }] as never }))
+    expect(malformed).toMatchObject({ _tag: "InvalidToolRequest", reason: "FieldNotAllowed" })
+    expect(malformed.message).toMatch(/^examples\.0\.input: /)
     expect(harness.listTools().map((entry) => entry.name)).toEqual(["add"])
   })
 
@@ -381,26 +396,29 @@ describe("examples run before a version is installed (D-20)", () => {
 })
 
 describe("code runners (D-01, D-02, CodeRunner contract)", () => {
-  const fakeRunner = (log: Array<string>, gate?: Promise<void>): CodeRunnerShape => ({
-    languages: ["python", "bash"],
-    activate: async (source) => {
-      log.push(`activate ${source.language} ${source.entryFile}`)
-      if (Object.values(source.files).some((text) => text.includes("SyntaxError"))) {
-        throw new PackageError({ name: source.toolName, reason: "CompileError", detail: "SyntaxError: invalid syntax" })
-      }
-      const version = source.files[source.entryFile]!
-      return {
-        metadata: {},
-        invoke: async (args) => {
-          if (gate !== undefined) await gate
-          return { version, args }
-        },
-        dispose: async () => {
-          log.push(`dispose ${version}`)
+  /** A runner in the shape an out-of-process one has: activations named by id, invocations by activation id. */
+  const fakeRunner = (log: Array<string>, gate?: Promise<void>): CodeRunnerShape => {
+    const versions = new Map<string, string>()
+    return {
+      languages: ["python", "bash"],
+      activate: async (source) => {
+        log.push(`activate ${source.language} ${source.entryFile}`)
+        if (Object.values(source.files).some((text) => text.includes("SyntaxError"))) {
+          throw new PackageError({ name: source.toolName, reason: "CompileError", detail: "SyntaxError: invalid syntax" })
         }
+        versions.set(source.activationId, source.files[source.entryFile]!)
+        return {}
+      },
+      invoke: async ({ activationId, args }) => {
+        if (gate !== undefined) await gate
+        return { version: versions.get(activationId), args }
+      },
+      release: async (activationId) => {
+        log.push(`dispose ${versions.get(activationId)}`)
+        versions.delete(activationId)
       }
     }
-  })
+  }
   const declared = {
     description: "A tool whose code cannot declare itself.",
     guidelines: "Use in tests.",

@@ -99,8 +99,8 @@ describe("a harness under a policy", () => {
     await harness.updateTool({ name: "echo", source: echo("({ again: args })") })
     const third = await failure(harness.createTool({ name: "other", entrypoint: "echo", source: echo() }))
     expect(third.reason).toBe("ToolBudgetExhausted")
-    expect(harness.budget?.versions).toBe(2)
-    expect(harness.budget?.repairs).toBe(1)
+    expect(harness.admission.usage().versions).toBe(2)
+    expect(harness.admission.usage().repairs).toBe(1)
     expect(await harness.callTool("echo", { a: 1 })).toEqual({ again: { a: 1 } })
   })
 
@@ -120,7 +120,7 @@ describe("a harness under a policy", () => {
     const harness = new JitHarness({ policy: { allowedLanguages: ["JavaScript"], maximumInvocations: 2 } })
     const examples = [{ input: { a: 1 }, expected_output: { a: 1 } }]
     await harness.createTool({ entrypoint: "echo", source: echo(), examples })
-    expect(harness.budget?.invocations).toBe(1)
+    expect(harness.admission.usage().invocations).toBe(1)
     const error = await failure(
       harness.createTool({ name: "echo2", entrypoint: "echo", source: echo(), examples: [...examples, ...examples] })
     )
@@ -157,7 +157,7 @@ export const probe = tool({ description: "Measure overlap.", guidelines: "Use in
     const harness = new JitHarness()
     await harness.createTool({ entrypoint: "echo", source: echo() })
     for (let i = 0; i < 40; i++) await harness.callTool("echo", {})
-    expect(harness.budget).toBeUndefined()
+    expect(harness.admission.policy).toBeUndefined()
     expect(harness.profileStats("echo").completed_count).toBe(40)
   })
 })
@@ -195,15 +195,41 @@ describe("asynchronous operations (D-19, JT-POL-08)", () => {
     expect(harness.profileStats("slow").cancelled_count).toBe(1)
   })
 
-  it("cancel is idempotent and bounds concurrency and the id count", async () => {
+  it("cancel is idempotent and bounds the id count", async () => {
     const harness = await withAsync({ maximumConcurrentInvocations: 1 })
     const { invocation_id } = harness.startInvocation("slow", { ms: 1_000 })
-    expect(() => harness.startInvocation("slow", { ms: 1 })).toThrow(/already running/)
     expect(harness.cancelInvocation(invocation_id).status).toBe("cancelled")
     expect(harness.cancelInvocation(invocation_id).status).toBe("cancelled")
     await expect(harness.awaitInvocations([], 0)).rejects.toThrow(/1 to 16/)
     await expect(harness.awaitInvocations(Array.from({ length: 17 }, () => invocation_id), 0)).rejects.toThrow(/1 to 16/)
     await expect(harness.awaitInvocations([invocation_id], 500)).rejects.toThrow(/timeout_seconds/)
+  })
+
+  it("past the concurrency bound a start queues and runs when a slot frees; past the invocation budget it is refused", async () => {
+    const harness = await withAsync({ maximumConcurrentInvocations: 1, maximumInvocations: 3 })
+    const first = harness.startInvocation("slow", { ms: 200 })
+    const second = harness.startInvocation("slow", { ms: 1 })
+    expect(first.status).toBe("running")
+    expect(second.status).toBe("queued")
+    const waiting = await harness.awaitInvocations([second.invocation_id], 0)
+    expect(waiting.running).toEqual([second.invocation_id])
+    // one invocation spent by the running start: the budget of 3 pays for two queued ones, not three
+    const third = harness.startInvocation("slow", { ms: 1 })
+    expect(third.status).toBe("queued")
+    expect(() => harness.startInvocation("slow", { ms: 1 })).toThrow(/invocation budget/)
+    const done = await harness.awaitInvocations([first.invocation_id, second.invocation_id, third.invocation_id], 5)
+    expect(done.finished.map((item) => item.status)).toEqual(["completed", "completed", "completed"])
+    expect(harness.profileStats("slow").completed_count).toBe(3)
+  })
+
+  it("a queued start that is cancelled never runs", async () => {
+    const harness = await withAsync({ maximumConcurrentInvocations: 1 })
+    const first = harness.startInvocation("slow", { ms: 100 })
+    const queued = harness.startInvocation("slow", { ms: 1 })
+    expect(harness.cancelInvocation(queued.invocation_id).status).toBe("cancelled")
+    const done = await harness.awaitInvocations([first.invocation_id, queued.invocation_id], 5)
+    expect(done.finished.map((item) => item.status)).toEqual(["completed", "cancelled"])
+    expect(harness.profileStats("slow").call_count).toBe(1)
   })
 
   it("releasing the harness cancels what runs and forgets unread results", async () => {

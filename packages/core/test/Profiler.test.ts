@@ -260,9 +260,13 @@ describe("configuration (D-16, ERR-03, AMB-14)", () => {
     expect(() => new JitHarness({ executionMode: "remote" as never })).toThrowError(expect.objectContaining({ option: "executionMode" }))
   })
 
-  it("a sandboxed harness without runners cannot create code tools (D-01, D-02)", async () => {
-    const harness = new JitHarness({ executionMode: "sandboxed" })
-    expect(await rejection(harness.createTool({ entrypoint: "x", source: codeTool("x", "1") }))).toMatchObject({ _tag: "PackageError", reason: "NoRunner" })
+  it("a sandboxed harness without runners is refused at construction (D-01, D-02)", () => {
+    expect(() => new JitHarness({ codeExecution: "sandboxed" })).toThrow(expect.objectContaining({ _tag: "ConfigError", option: "codeExecution" }))
+  })
+
+  it("a harness without a runner for a language cannot create its code tools, text tools still work (D-01, D-02)", async () => {
+    const harness = new JitHarness()
+    expect(await rejection(harness.createTool({ language: "python", entrypoint: "x", source: "x = 1" }))).toMatchObject({ _tag: "PackageError", reason: "NoRunner" })
     await harness.createTool({ kind: "text", name: "notes", description: "Notes.", source: "# ok" })
     expect(await harness.callTool("notes")).toMatchObject({ content: "# ok" })
   })

@@ -100,7 +100,7 @@ describe("tool contracts (JT-CTR, JT-LIM, D-20)", () => {
     )
     expect(second.name).toBe(first.name)
     expect(second.tool_id).not.toBe(first.tool_id)
-    expect(harness.budget?.repairs).toBe(1)
+    expect(harness.admission.usage().repairs).toBe(1)
     const again = await failure(
       harness.createToolFromContract({ ...v2, replacesToolId: second.tool_id, toolCode: "module.exports = async () => ({ doubled: 4 })" }, {
         contractVersion: 2

@@ -7,10 +7,12 @@ import type { CodeRunnerShape } from "../CodeRunner.js"
 import { NameConflict, ToolNotFound } from "../HarnessError.js"
 import type { JsonSchema } from "../JsonSchema.js"
 import type * as Paging from "../Paging.js"
-import type { ToolDefinition, ToolHandler } from "../Tool.js"
+import type { ToolDefinition } from "../Tool.js"
+import type { ToolState } from "../ToolCatalog.js"
 import type { ToolAck } from "../ToolRequest.js"
 import type { CodeLanguage, ToolExecutionMode } from "../ToolOrigin.js"
 import type * as Validator from "../Validator.js"
+import type { LiveCall } from "./liveCall.js"
 
 export interface BaseEntry {
   readonly origin: "base"
@@ -62,14 +64,14 @@ export interface ManagementEntry {
   readonly origin: "management"
   readonly name: string
   readonly validate: Validator.Validate
-  readonly handler: ToolHandler
+  readonly handler: (args: any, call: LiveCall) => unknown
 }
 
 export type Entry = BaseEntry | CodeEntry | TextEntry | ManagementEntry
 
 export type UserEntry = Exclude<Entry, ManagementEntry>
 
-export type ToolState = "loaded" | "unloaded" | "unbound"
+export type { ToolState }
 
 /** Releases an activation once its last running call ended (UNL-08). */
 export const release = (version: CodeVersion): Promise<void> => version.runner.release(version.activationId)

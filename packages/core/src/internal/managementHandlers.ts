@@ -1,27 +1,27 @@
 /**
  * The eleven model-facing management tools (MGMT-01..29): the state-changing four answer only
  * `{name, status}`; every query answers within the 8,000-code-point budget with exact paging.
- * They read and change the harness through its application API, so there is one code path.
- *
- * @since 0.1.0
+ * They read the same read model and make the same changes as the application API, so there is
+ * one code path for each.
  */
-import * as CodePoints from "./CodePoints.js"
-import type { InvocationContext } from "./CodeRunner.js"
-import { InvalidToolRequest, NameConflict, ToolNotFound } from "./HarnessError.js"
-import type { JitHarness } from "./JitHarness.js"
-import type { ProfileRecord } from "./JitHarnessProfile.js"
-import type { ToolErrorRecord } from "./ToolErrorReport.js"
-import { type ManagementToolName, managementTools } from "./ManagementTools.js"
-import * as Paging from "./Paging.js"
-import * as ResponseBudget from "./ResponseBudget.js"
-import type { ToolRegistry, ManagementEntry } from "./ToolRegistry.js"
-import type { CreateToolRequest, UpdateToolRequest } from "./ToolRequest.js"
-import * as Validator from "./Validator.js"
+import * as CodePoints from "../CodePoints.js"
+import { InvalidToolRequest, ToolNotFound } from "../HarnessError.js"
+import type { ProfileRecord } from "../JitHarnessProfile.js"
+import { type ManagementToolName, managementTools } from "../ManagementTools.js"
+import * as Paging from "../Paging.js"
+import * as ResponseBudget from "../ResponseBudget.js"
+import type { ToolErrorRecord } from "../ToolErrorReport.js"
+import * as ToolRequest from "../ToolRequest.js"
+import * as Validator from "../Validator.js"
+import type { LiveCall } from "./liveCall.js"
+import type { ReadModel } from "./readModel.js"
+import type { ManagementEntry, Registry } from "./registry.js"
+import type { ToolChanges } from "./toolChanges.js"
 
-/** Catalog description previews (BUD-06). @since 0.1.0 @category constants */
+/** Catalog description previews (BUD-06). */
 export const catalogPreviewChars = 200
 
-/** Definition description previews (BUD-07). @since 0.1.0 @category constants */
+/** Definition description previews (BUD-07). */
 export const definitionPreviewChars = 500
 
 interface NameArgs {
@@ -50,10 +50,8 @@ const compactCall = (record: ProfileRecord): Record<string, unknown> => {
 }
 
 /** Any tool this harness knows, management tools included: their calls are profiled too (MGMT-19). */
-const knownTool = (registry: ToolRegistry, name: string) => {
-  const entry = registry.get(name)
-  if (entry === undefined) throw new ToolNotFound({ name })
-  return entry
+const knownTool = (registry: Registry, name: string) => {
+  if (registry.get(name) === undefined) throw new ToolNotFound({ name })
 }
 
 /**
@@ -97,41 +95,29 @@ const errorPreview = (record: ToolErrorRecord, maxChars: number, total: number):
   return errorEntry(record, text, record.message_truncated || text.length < message.length)
 }
 
-const userTool = (registry: ToolRegistry, name: string) => {
-  const entry = registry.get(name)
-  if (entry === undefined) throw new ToolNotFound({ name })
-  if (entry.origin === "management") throw new NameConflict({ name, reason: "Reserved" })
-  return entry
-}
-
-/**
- * @since 0.1.0
- * @category constructors
- */
-export const make = (harness: JitHarness): Array<ManagementEntry> => {
-  const registry = harness.registry
-
-  const handlers: Record<ManagementToolName, (args: never, context: InvocationContext) => unknown> = {
-    create_tool: (args: CreateToolRequest, context: InvocationContext) => harness.changeFrom(context, () => registry.create(args)),
-    update_tool: (args: UpdateToolRequest, context: InvocationContext) => harness.changeFrom(context, () => registry.update(args)),
-    unload_tool: ({ name }: NameArgs, context: InvocationContext) => harness.changeFrom(context, () => registry.setLoaded(name, false)),
-    load_tool: ({ name }: NameArgs, context: InvocationContext) => harness.changeFrom(context, () => registry.setLoaded(name, true)),
+export const make = (registry: Registry, read: ReadModel, changes: ToolChanges): Array<ManagementEntry> => {
+  const handlers: Record<ManagementToolName, (args: never, call: LiveCall) => unknown> = {
+    create_tool: (args: unknown, call: LiveCall) =>
+      changes.serially(() => changes.create(ToolRequest.decodeCreate(args)), call.withinChange),
+    update_tool: (args: unknown, call: LiveCall) =>
+      changes.serially(() => changes.update(ToolRequest.decodeUpdate(args)), call.withinChange),
+    unload_tool: ({ name }: NameArgs, call: LiveCall) => changes.serially(() => changes.setLoaded(name, false), call.withinChange),
+    load_tool: ({ name }: NameArgs, call: LiveCall) => changes.serially(() => changes.setLoaded(name, true), call.withinChange),
 
     list_tools: ({ limit = 20, offset = 0 }: PageArgs) =>
-      Paging.pageItems(harness.listTools(), offset, limit, (items, nextOffset) => ({
+      Paging.pageItems(read.listTools(), offset, limit, (items, nextOffset) => ({
         tools: items.map((item) => ({
           name: item.name,
           origin: item.origin,
           state: item.state,
           ...(item.description === null ? {} : { description: previewOf(item.description, catalogPreviewChars) })
         })),
-        total: harness.listTools().length,
+        total: read.listTools().length,
         next_offset: nextOffset
       })),
 
     inspect_tool: ({ name }: NameArgs) => {
-      userTool(registry, name)
-      const definition = harness.definition(name)
+      const definition = read.definition(name)
       const response: Record<string, unknown> = {
         name,
         origin: definition.origin,
@@ -154,7 +140,7 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
     },
 
     read_tool_source: ({ max_chars = 2_000, name, offset = 0, path }: NameArgs & PageArgs & { readonly path?: string }) => {
-      const source = harness.source(name)
+      const source = read.source(name)
       if (source.kind === "text") {
         if (path !== undefined) {
           throw new InvalidToolRequest({ name, reason: "UnknownPath", detail: `'${name}' is a text tool; it has no files` })
@@ -174,8 +160,7 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
     },
 
     read_tool_schema: ({ max_chars = 2_000, name, offset = 0 }: NameArgs & PageArgs) => {
-      userTool(registry, name)
-      const parameters = harness.definition(name).parameters
+      const parameters = read.definition(name).parameters
       if (parameters === null) {
         throw new InvalidToolRequest({ name, reason: "NoSource", detail: `base tool '${name}' is unbound; its schema is unknown` })
       }
@@ -184,12 +169,12 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
 
     inspect_tool_stats: ({ name }: NameArgs) => {
       knownTool(registry, name)
-      return harness.profileStats(name)
+      return read.profileStats(name)
     },
 
     inspect_tool_calls: ({ limit = 5, name, offset = 0 }: NameArgs & PageArgs) => {
       knownTool(registry, name)
-      const records = harness.profiler.records(name)
+      const records = read.profiler.records(name)
       return Paging.pageItems(records, offset, limit, (items, nextOffset) => ({
         calls: items.map(compactCall),
         total_calls: records.length,
@@ -198,7 +183,7 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
     },
 
     inspect_tool_errors: ({ limit = 3, max_chars = 512, name, offset = 0 }: Partial<NameArgs> & PageArgs) => {
-      const records = harness.errors.records(name)
+      const records = read.errors.records(name)
       const previews = new Map<ToolErrorRecord, ErrorPreview>()
       const previewOf = (record: ToolErrorRecord) => {
         let preview = previews.get(record)
@@ -217,6 +202,6 @@ export const make = (harness: JitHarness): Array<ManagementEntry> => {
     origin: "management" as const,
     name: definition.name,
     validate: Validator.compile(definition.parameters, "draft-07"),
-    handler: handlers[definition.name as ManagementToolName] as (args: unknown, context: InvocationContext) => unknown
+    handler: handlers[definition.name as ManagementToolName] as ManagementEntry["handler"]
   }))
 }
