@@ -26,7 +26,7 @@ afterAll(() => runner.close())
 
 const modes: ReadonlyArray<readonly [string, () => JitHarnessOptions]> = [
   ["trusted", () => ({})],
-  ["sandboxed", () => ({ executionMode: "sandboxed", runners: [runner] })]
+  ["sandboxed", () => ({ codeExecution: "sandboxed", runners: [runner] })]
 ]
 
 const failure = async (promise: Promise<unknown>) => {
@@ -144,7 +144,7 @@ export const counter = tool({ description: "Count calls.", guidelines: "Use in t
 
 describe("cross-language composition (sandboxed)", () => {
   it("Python → TypeScript → base tool, with depth, callers and records (XS-05, D-24)", async () => {
-    const harness = new JitHarness({ tools: [add], executionMode: "sandboxed", runners: [runner] })
+    const harness = new JitHarness({ tools: [add], codeExecution: "sandboxed", runners: [runner] })
     await harness.createTool({ entrypoint: "twice", source: twice })
     await harness.createTool({
       language: "python",
@@ -166,7 +166,7 @@ describe("cross-language composition (sandboxed)", () => {
   })
 
   it("a Python tool's own exception keeps its Python type name in the record and the error cache", async () => {
-    const harness = new JitHarness({ executionMode: "sandboxed", runners: [runner] })
+    const harness = new JitHarness({ codeExecution: "sandboxed", runners: [runner] })
     await harness.createTool({
       language: "python",
       entrypoint: "fail",
@@ -179,7 +179,7 @@ describe("cross-language composition (sandboxed)", () => {
   })
 
   it("a sandboxed harness has no trusted runner: JavaScript runs in a child", async () => {
-    const harness = new JitHarness({ executionMode: "sandboxed", runners: [runner] })
+    const harness = new JitHarness({ codeExecution: "sandboxed", runners: [runner] })
     await harness.createTool({
       entrypoint: "pid",
       source: `export const pid = tool({ description: "Report the process id.", guidelines: "Use in tests." }, () => process.pid)`

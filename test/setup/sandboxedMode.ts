@@ -8,7 +8,7 @@ import { SandboxRunner } from "@jitbox/sandbox"
 
 const runner = SandboxRunner.make({ shortTimeoutSeconds: 60, maximumRuntimeEnvironments: 4 })
 ;(globalThis as { __jitboxTestHarnessOptions?: unknown }).__jitboxTestHarnessOptions = {
-  executionMode: "sandboxed",
+  codeExecution: "sandboxed",
   runners: [runner]
 }
 afterAll(() => runner.close())

@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import { randomBytes } from "node:crypto"
-import { type BaseTools, HarnessError, isToolDefinition, type ToolDefinition } from "@jitbox/core"
+import { type BaseTools, HarnessError, JitHarness } from "@jitbox/core"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -68,41 +68,33 @@ const resultText = (value: unknown): string => {
   }
 }
 
-/** Base tools run directly when no extension offers tools: validation and handler, nothing else. */
-const directTools = (tools: BaseTools | undefined): RequestTools => {
-  const definitions = new Map<string, ToolDefinition>()
-  for (const [key, definition] of Array.isArray(tools) ? tools.map((d) => [d.name, d] as const) : Object.entries(tools ?? {})) {
-    if (!isToolDefinition(definition) || key === undefined) {
-      throw new AgentError({ reason: "Configuration", detail: "base tools must be named tool(...) definitions" })
-    }
-    definitions.set(key, definition)
+/**
+ * Without an extension that offers tools, the base tools still run through a harness (the one
+ * dispatch path: validation, middleware-free, unrecorded as base tools are when not managed), with
+ * no management tool offered.
+ */
+const directTools = (tools: BaseTools | undefined, sessionId: string): RequestTools => {
+  let harness: JitHarness
+  try {
+    harness = new JitHarness({ sessionId, tools: tools ?? [], manageBaseTools: false })
+  } catch (cause) {
+    throw new AgentError({ reason: "Configuration", detail: `base tools must be named tool(...) definitions: ${String(cause)}` })
   }
-  const list: ReadonlyArray<RequestTool> = Array.from(definitions, ([name, d]) => ({
-    name,
-    description: d.description,
-    parameters: d.parameters,
+  const list: ReadonlyArray<RequestTool> = harness.modelTools().map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    parameters: tool.parameters,
     deferLoading: false,
-    executionMode: d.executionMode,
+    executionMode: tool.executionMode,
     management: false,
-    guidelines: d.guidelines
+    guidelines: tool.guidelines
   }))
+  const offered = new Set(list.map((tool) => tool.name))
   return {
-    instructions: () => "",
-    tools: () => list,
-    call: async (name, args, options) => {
-      const definition = definitions.get(name)
-      if (definition === undefined) throw new HarnessError.ToolNotFound({ name })
-      const problems = definition.validate(args)
-      if (problems !== undefined) throw new HarnessError.ValidationError({ name, issues: problems })
-      return await definition.handler(args, {
-        callId: options.callId,
-        toolName: name,
-        depth: 1,
-        signal: options.signal,
-        callTool: (nested) => Promise.reject(new HarnessError.ToolNotFound({ name: nested }))
-      })
-    },
-    close: () => Promise.resolve()
+    definitions: () => Promise.resolve({ instructions: "", tools: list }),
+    call: (name, args, options) =>
+      offered.has(name) ? harness.callTool(name, args, options) : Promise.reject(new HarnessError.ToolNotFound({ name })),
+    close: () => harness.release()
   }
 }
 
@@ -193,12 +185,12 @@ export class Agent {
   private async openRequest(): Promise<RequestTools> {
     const provider = this.extensions.find((extension) => extension.openRequest !== undefined)
     return provider === undefined
-      ? directTools(this.options.tools)
+      ? directTools(this.options.tools, this.sessionId)
       : await provider.openRequest!({ sessionId: this.sessionId, protocol: this.model.protocol, baseTools: this.options.tools })
   }
 
-  private instructions(request: RequestTools, tools: ReadonlyArray<RequestTool>): string {
-    const parts = [request.instructions()]
+  private instructions(requestInstructions: string, tools: ReadonlyArray<RequestTool>): string {
+    const parts = [requestInstructions]
     for (const extension of this.extensions) {
       const text = extension.instructions?.(tools)
       if (text !== undefined && text !== "") parts.push(text)
@@ -217,9 +209,12 @@ export class Agent {
       const forwarding = request.events === undefined ? undefined : forward(request.events, emit)
       try {
         for (let turn = 1; turn <= agent.maxTurns; turn++) {
-          const tools = request.tools()
+          const { instructions, tools } = yield* Effect.tryPromise({
+            try: () => request.definitions(),
+            catch: (cause) => new AgentError({ reason: "Configuration", detail: `the session's tool definitions could not be read: ${String(cause)}` })
+          })
           const response = yield* agent.model.generate({
-            instructions: agent.instructions(request, tools),
+            instructions: agent.instructions(instructions, tools),
             messages: [...previous, ...added],
             tools: tools.map(({ deferLoading, description, name, parameters }) => ({ name, description, parameters, deferLoading }))
           })

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import type { BaseTools, JitHarness, JitToolEvent } from "@jitbox/core"
+import type { BaseTools, JitToolEvent } from "@jitbox/core"
 import type { Message, ModelTool, Protocol } from "./ModelProvider.js"
 
 /** A tool the model may call during one request. @since 0.1.0 @category models */
@@ -24,15 +24,19 @@ export interface RequestInfo {
   readonly baseTools: BaseTools | undefined
 }
 
+/** The tools and instructions of one model turn. @since 0.1.0 @category models */
+export interface TurnDefinitions {
+  readonly instructions: string
+  readonly tools: ReadonlyArray<RequestTool>
+}
+
 /** What a tool extension contributes to one request. @since 0.1.0 @category models */
 export interface RequestTools {
-  /** Evaluated before every model turn: a tool created in one turn is offered in the next. */
-  readonly instructions: () => string
-  readonly tools: () => ReadonlyArray<RequestTool>
+  /** Asked before every model turn: a tool created in one turn is offered in the next. */
+  readonly definitions: () => Promise<TurnDefinitions>
   readonly call: (name: string, args: unknown, options: { readonly callId: string; readonly signal: AbortSignal }) => Promise<unknown>
-  /** The harness's `jit_tool_*` events during this request, if the extension has any. */
+  /** The session's `jit_tool_*` events during this request, if the extension has any. */
   readonly events?: AsyncIterable<JitToolEvent.JitToolEvent> & { readonly close: () => void }
-  readonly harness?: JitHarness
   readonly close: () => Promise<void>
 }
 

@@ -1,19 +1,23 @@
 /**
- * The JIT extension: one `JitHarness` per session id, activated from the extension's snapshot on
- * the session's first request (SNAP-13; every session gets its own copy, SNAP-03). For each request
- * it attaches the application's base tools to the harness and detaches them afterwards (LIFE-01),
- * and offers the model the management tools (per exposure mode and protocol), the code and text
- * tools, the harness instructions and each tool's guidelines.
+ * The JIT extension: the agent's requests talk to a session (`Session` from `@jitbox/core`), one
+ * per session id, taken from a `Sessions` service. By default the sessions are local: one
+ * `JitHarness` per session id, activated from the extension's snapshot on the session's first
+ * request (SNAP-13; every session gets its own copy, SNAP-03); the runtime can provide sessions
+ * that live in another process. For each request it attaches the application's base tools to the
+ * session and detaches them afterwards (LIFE-01), and offers the model the management tools (per
+ * exposure mode and protocol), the code and text tools, the harness instructions and each tool's
+ * guidelines.
  *
  * @since 0.1.0
  */
 import {
-  Exposure,
+  type Exposure,
   HarnessError,
-  JitHarness,
+  type JitHarness,
   type JitHarnessOptions,
   type JitHarnessSnapshot,
-  ManagementTools
+  ManagementTools,
+  Sessions
 } from "@jitbox/core"
 import type { AgentExtension, RequestInfo, RequestTool, RequestTools } from "./AgentExtension.js"
 import type { Protocol } from "./ModelProvider.js"
@@ -21,8 +25,7 @@ import type { Protocol } from "./ModelProvider.js"
 /** @since 0.1.0 @category models */
 export type JitHarnessExtensionOptions = Omit<JitHarnessOptions, "sessionId" | "tools">
 
-const wireProtocol = (protocol: Protocol): Exposure.ModelProtocol =>
-  protocol === "scripted" ? Exposure.ModelProtocol.ChatCompletions : protocol
+const wireProtocol = (protocol: Protocol): Exposure.ModelProtocol => protocol === "scripted" ? "chat_completions" : protocol
 
 /** The tool guidance section: each offered tool's guidelines (OVR-08). @since 0.1.0 @category rendering */
 export const toolGuidance = (tools: ReadonlyArray<RequestTool>): string => {
@@ -33,19 +36,22 @@ export const toolGuidance = (tools: ReadonlyArray<RequestTool>): string => {
 /** @since 0.1.0 @category models */
 export class JitHarnessExtension implements AgentExtension {
   readonly name = "JitHarnessExtension"
-  readonly snapshot: JitHarnessSnapshot.JitHarnessSnapshot | undefined
-  readonly options: JitHarnessExtensionOptions
-  private readonly harnesses = new Map<string, JitHarness>()
+  readonly sessions: Sessions.SessionsShape
+  private readonly local: ReturnType<typeof Sessions.local> | undefined
 
+  /**
+   * Local sessions built from `options` (and `snapshot`). Options are checked now: a bad one throws
+   * a `ConfigError` here, not on a first request.
+   */
   constructor(
     snapshotOrOptions?: JitHarnessSnapshot.JitHarnessSnapshot | JitHarnessExtensionOptions,
     options?: JitHarnessExtensionOptions
   ) {
     const isSnapshot = snapshotOrOptions !== undefined && "format_version" in snapshotOrOptions
-    this.snapshot = isSnapshot ? snapshotOrOptions as JitHarnessSnapshot.JitHarnessSnapshot : undefined
-    this.options = (isSnapshot ? options : snapshotOrOptions as JitHarnessExtensionOptions | undefined) ?? {}
-    // Checks the options once, up front, so a bad value fails here and not on a first request.
-    void new JitHarness({ ...this.options, sessionId: "options-check" }).release()
+    const snapshot = isSnapshot ? snapshotOrOptions as JitHarnessSnapshot.JitHarnessSnapshot : undefined
+    const harnessOptions = (isSnapshot ? options : snapshotOrOptions as JitHarnessExtensionOptions | undefined) ?? {}
+    this.local = Sessions.local({ snapshot, options: harnessOptions })
+    this.sessions = this.local
   }
 
   /** @since 0.1.0 @category constructors */
@@ -54,70 +60,59 @@ export class JitHarnessExtension implements AgentExtension {
     return snapshot === undefined ? new JitHarnessExtension(rest) : new JitHarnessExtension(snapshot, rest)
   }
 
-  /** The session's harness (LIFE-09): one per session id, until `forgetSession`. */
+  /**
+   * An extension over sessions that live elsewhere (the runtime's, say).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  static fromSessions(sessions: Sessions.SessionsShape): JitHarnessExtension {
+    const extension = Object.create(JitHarnessExtension.prototype) as JitHarnessExtension
+    Object.assign(extension, { name: "JitHarnessExtension", sessions, local: undefined })
+    return extension
+  }
+
+  /** The session's local harness (LIFE-09): one per session id, until `forgetSession`. */
   getHarness(sessionId: string): JitHarness {
-    let harness = this.harnesses.get(sessionId)
-    if (harness === undefined) {
-      harness = this.snapshot === undefined
-        ? new JitHarness({ ...this.options, sessionId })
-        : new JitHarness(this.snapshot, { ...this.options, sessionId })
-      this.harnesses.set(sessionId, harness)
+    if (this.local === undefined) {
+      throw new HarnessError.ConfigError({ option: "sessions", detail: "this extension's sessions are not local; use sessions.get" })
     }
-    return harness
+    return this.local.harness(sessionId)
   }
 
   /** Releases an idle session's toolbox; snapshots and conversation history are untouched (LIFE-06). */
-  async forgetSession(sessionId: string): Promise<void> {
-    const harness = this.harnesses.get(sessionId)
-    if (harness === undefined) return
-    this.harnesses.delete(sessionId)
-    await harness.release()
+  forgetSession(sessionId: string): Promise<void> {
+    return this.sessions.forget(sessionId)
   }
 
   readonly openRequest = async (request: RequestInfo): Promise<RequestTools> => {
-    const harness = this.getHarness(request.sessionId)
-    await harness.ready
+    const session = this.sessions.get(request.sessionId)
+    await session.ready
     const token = {}
-    harness.attach(token, request.baseTools)
-    const exposure = Exposure.exposureFor(harness.inspectionTools, wireProtocol(request.protocol))
+    await session.attach(token, request.baseTools)
+    const protocol = wireProtocol(request.protocol)
     // A management tool the mode does not expose (the inspection tier in Hidden mode) does not exist for the model (EXP-06).
-    const exposed = new Set(exposure.tools.map((tool) => tool.name))
-    const tools = (): ReadonlyArray<RequestTool> => [
-      ...harness.modelTools().map((tool) => ({
-        name: tool.name,
-        description: tool.description,
-        parameters: tool.parameters,
-        deferLoading: false,
-        executionMode: tool.executionMode,
-        management: false,
-        guidelines: tool.guidelines
-      })),
-      ...[...exposure.tools, ...harness.operationTools()].map((tool) => ({
-        name: tool.name,
-        description: tool.description,
-        parameters: tool.parameters,
-        deferLoading: "deferLoading" in tool && tool.deferLoading === true,
-        executionMode: "serial" as const,
-        management: true,
-        guidelines: null
-      }))
-    ]
-    const events = harness.subscribe()
+    let exposed: ReadonlySet<string> | undefined
+    const definitions = async () => {
+      const offered = await session.definitions(protocol)
+      exposed = new Set(offered.tools.filter((tool) => tool.management).map((tool) => tool.name))
+      const guidance = toolGuidance(offered.tools)
+      return { instructions: guidance === "" ? offered.instructions : `${offered.instructions}\n\n${guidance}`, tools: offered.tools }
+    }
+    const events = session.events.subscribe()
     return {
-      instructions: () => {
-        const guidance = toolGuidance(tools())
-        return guidance === "" ? exposure.instructions : `${exposure.instructions}\n\n${guidance}`
+      definitions,
+      call: async (name, args, options) => {
+        if (ManagementTools.isManagementToolName(name)) {
+          if (exposed === undefined) await definitions()
+          if (!exposed!.has(name)) throw new HarnessError.ToolNotFound({ name })
+        }
+        return await session.callTool(name, args, options)
       },
-      tools,
-      call: (name, args, options) =>
-        ManagementTools.isManagementToolName(name) && !exposed.has(name)
-          ? Promise.reject(new HarnessError.ToolNotFound({ name }))
-          : harness.callTool(name, args, options),
       events,
-      harness,
       close: async () => {
         events.close()
-        harness.detach(token)
+        await session.detach(token)
       }
     }
   }
