@@ -2,7 +2,8 @@
  * One call while it runs, and the session's table of the calls that can be addressed by id.
  *
  * A call enters the table when something may name it later: it runs code (a runner's nested
- * calls come back naming it), or its handler took `callTool`. A nested call names its parent's id,
+ * calls come back naming it), its handler took `callTool`, or it has a signal of its own (it can
+ * be cancelled: by a deadline, or by a release that cancels every running call). A nested call names its parent's id,
  * and the parent's depth, session, change flag and signal are read from the table, never taken
  * from whoever made the nested call. Calls that nothing can address (a base tool that never
  * composes) stay out of the table: that keeps a map write off the plain dispatch path.
@@ -86,10 +87,12 @@ export class LiveCall implements Call, InvocationContext {
     if (!controller.signal.aborted) controller.abort(reason)
   }
 
+  /** The call's own controller; a call that can be aborted can be named, so it enters the table. */
   ensureController(): AbortController {
     if (this.controller !== undefined) return this.controller
     const controller = new AbortController()
     this.controller = controller
+    this.register()
     const caller = this.callerSignal
     if (caller !== undefined) {
       if (caller.aborted) controller.abort(caller.reason)
