@@ -1,0 +1,288 @@
+/**
+ * The three packages work outside this repository: `pnpm pack` makes a tarball of each, a fresh
+ * project in the system's temporary folder installs the tarballs with plain npm (which fetches the
+ * third-party dependencies from the registry), and `node` runs a small program there that uses
+ * @jitbox/core, @jitbox/sandbox and @jitbox/agent as any consumer would: no workspace links, no
+ * `@jitbox/source` condition, only what the tarballs contain. The workspace's TypeScript
+ * type-checks the same program (strict, NodeNext, declaration files included), so broken `.d.ts`
+ * fail here too.
+ *
+ * Builds first with `tsc -b` (what `pnpm run build` runs; incremental, so quick when dist is
+ * current). Needs `pnpm` and `npm` on the PATH and the npm registry.
+ */
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+const root = fileURLToPath(new URL("..", import.meta.url))
+const packageNames = ["core", "agent", "sandbox"] as const
+type PackageName = typeof packageNames[number]
+const packageDir = (name: PackageName) => path.join(root, "packages", name)
+const tsc = createRequire(path.join(root, "package.json")).resolve("typescript/bin/tsc")
+
+/** The environment of a shell outside the workspace: no pnpm or npm script variables, no NODE_OPTIONS. */
+const plainEnv: NodeJS.ProcessEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([key]) => !/^(npm_|pnpm_|NODE_OPTIONS$|INIT_CWD$)/i.test(key))
+)
+
+const run = (
+  command: string,
+  args: ReadonlyArray<string>,
+  options: { readonly cwd: string; readonly env?: NodeJS.ProcessEnv; readonly timeoutMs: number }
+): Promise<{ readonly stdout: string; readonly stderr: string }> =>
+  new Promise((resolve, reject) => {
+    execFile(
+      command,
+      args,
+      { cwd: options.cwd, env: options.env ?? plainEnv, timeout: options.timeoutMs, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error === null) return resolve({ stdout, stderr })
+        reject(new Error(`\`${[command, ...args].join(" ")}\` in ${options.cwd} failed: ${error.message}\n${stdout}\n${stderr}`))
+      }
+    )
+  })
+
+const twiceSource = `export const twice = tool({
+  description: "Add the same integer twice.",
+  guidelines: "Use to add an integer to itself.",
+  parameters: { type: "object", properties: { value: { type: "integer" } }, required: ["value"] }
+}, async ({ value }) => await harness.callTool("add", { left: value, right: value }))
+`
+
+/** The consumer's program: plain ESM JavaScript for `node`, type-checked through JSDoc (`checkJs`). */
+const program = `// A program outside the jitbox repository that uses the three packages as a consumer would.
+import { JitHarness, tool } from "@jitbox/core"
+import { createAgent, InMemoryMessageAccumulator, JitHarnessExtension, ScriptedModel } from "@jitbox/agent"
+import { SandboxRunner } from "@jitbox/sandbox"
+
+/**
+ * The harness options that run code tools in @jitbox/sandbox child processes instead of in this
+ * process: the one place to change if the harness's option is renamed.
+ *
+ * @param {import("@jitbox/sandbox").SandboxRunner.SandboxRunner} runner
+ * @returns {import("@jitbox/core").JitHarnessOptions}
+ */
+const sandboxedHarnessOptions = (runner) => ({ executionMode: "sandboxed", runners: [runner] })
+
+const add = tool({
+  name: "add",
+  description: "Add two integers.",
+  guidelines: "Use for integer addition.",
+  parameters: {
+    type: "object",
+    properties: { left: { type: "integer" }, right: { type: "integer" } },
+    required: ["left", "right"]
+  }
+}, /** @param {{ left: number, right: number }} args */ ({ left, right }) => left + right)
+
+const twiceSource = ${JSON.stringify(twiceSource)}
+
+/** @param {string} label @param {unknown} value */
+const print = (label, value) => console.log(label + ": " + JSON.stringify(value))
+
+// 1. In process: a code tool made through the create_tool management tool composes the base tool.
+const trusted = new JitHarness({ sessionId: "trusted", tools: [add] })
+print("create_tool", await trusted.callTool("create_tool", { entrypoint: "twice", source: twiceSource }))
+print("trusted twice(21)", await trusted.callTool("twice", { value: 21 }))
+print("trusted add callers", trusted.profile("add").calls.map((call) => call.caller_tool_name))
+await trusted.release()
+
+// 2. Sandboxed: the same code tool in a child process of @jitbox/sandbox.
+const runner = SandboxRunner.make({ shortTimeoutSeconds: 60, maximumRuntimeEnvironments: 2 })
+try {
+  const sandboxed = new JitHarness({ sessionId: "sandboxed", tools: [add], ...sandboxedHarnessOptions(runner) })
+  await sandboxed.callTool("create_tool", { entrypoint: "twice", source: twiceSource })
+  print("sandboxed twice(21)", await sandboxed.callTool("twice", { value: 21 }))
+  print("sandboxed children", runner.poolSize())
+  print("sandboxed add callers", sandboxed.profile("add").calls.map((call) => call.caller_tool_name))
+  await sandboxed.release()
+} finally {
+  await runner.close()
+}
+
+// 3. One agent turn: a scripted model creates twice through create_tool, calls it and answers.
+const model = ScriptedModel.make((request) => {
+  const last = request.messages[request.messages.length - 1]
+  if (last?.role !== "tool") {
+    return {
+      role: "assistant",
+      content: null,
+      toolCalls: [{ id: "call_create", name: "create_tool", arguments: { entrypoint: "twice", source: twiceSource } }]
+    }
+  }
+  if (last.isError) return last.name + " failed: " + last.content
+  if (last.name === "create_tool") {
+    return { role: "assistant", content: null, toolCalls: [{ id: "call_twice", name: "twice", arguments: { value: 21 } }] }
+  }
+  return "twice(21) = " + last.content
+})
+const jit = new JitHarnessExtension()
+const agent = await createAgent(model, {
+  config: { sessionId: "agent" },
+  tools: [add],
+  extensions: [new InMemoryMessageAccumulator(), jit]
+})
+const result = await agent.run("Build twice and use it on 21.")
+print("agent answer", result.content)
+print("agent turns", result.turns)
+print("agent tool calls", result.messages.flatMap((message) => message.role === "tool" ? [message.name] : []))
+await jit.forgetSession("agent")
+`
+
+const expectedOutput = [
+  `create_tool: {"name":"twice","status":"loaded"}`,
+  `trusted twice(21): 42`,
+  `trusted add callers: ["twice"]`,
+  `sandboxed twice(21): 42`,
+  `sandboxed children: 1`,
+  `sandboxed add callers: ["twice"]`,
+  `agent answer: "twice(21) = 42"`,
+  `agent turns: 3`,
+  `agent tool calls: ["create_tool","twice"]`
+]
+
+/** What a consumer's strict TypeScript sees: declaration files are checked too (`skipLibCheck: false`). */
+const consumerTsconfig = {
+  compilerOptions: {
+    strict: true,
+    module: "NodeNext",
+    moduleResolution: "NodeNext",
+    target: "ES2022",
+    allowJs: true,
+    checkJs: true,
+    noEmit: true,
+    skipLibCheck: false
+  },
+  files: ["main.js"]
+}
+
+interface Packed {
+  readonly tarball: string
+  readonly entries: ReadonlyArray<string>
+  readonly manifest: Record<string, any>
+}
+
+let work: string | undefined
+const packed = new Map<PackageName, Packed>()
+
+const versionOf = (name: PackageName): string =>
+  JSON.parse(fs.readFileSync(path.join(packageDir(name), "package.json"), "utf8")).version
+
+/** Every path a manifest points to through `exports`, `main` and `types`. */
+const targets = (manifest: Record<string, any>): Array<string> => {
+  const out: Array<string> = []
+  const walk = (value: unknown): void => {
+    if (typeof value === "string") out.push(value)
+    else if (value !== null && typeof value === "object") for (const inner of Object.values(value)) walk(inner)
+  }
+  walk(manifest.exports)
+  walk(manifest.main)
+  walk(manifest.types)
+  return out
+}
+
+describe("the packed packages in a project outside the repository", () => {
+  beforeAll(async () => {
+    try {
+      await run(process.execPath, [tsc, "-b"], { cwd: root, env: process.env, timeoutMs: 200_000 })
+    } catch (error) {
+      throw new Error(`the build (\`pnpm run build\`, i.e. tsc -b) failed, so the packages cannot be packed:\n${String(error)}`)
+    }
+    for (const name of packageNames) {
+      for (const file of ["dist/index.js", "dist/index.d.ts"]) {
+        if (!fs.existsSync(path.join(packageDir(name), file))) {
+          throw new Error(`packages/${name}/${file} is missing after the build: run \`pnpm run build\``)
+        }
+      }
+    }
+
+    work = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), "jitbox-packaging-"))
+    expect(path.relative(root, work).startsWith("..")).toBe(true)
+    const tarballs = path.join(work, "tarballs")
+    fs.mkdirSync(tarballs)
+    for (const name of packageNames) {
+      await run("pnpm", ["pack", "--pack-destination", tarballs], { cwd: packageDir(name), env: process.env, timeoutMs: 60_000 })
+      const tarball = path.join(tarballs, `jitbox-${name}-${versionOf(name)}.tgz`)
+      if (!fs.existsSync(tarball)) throw new Error(`pnpm pack made no ${path.basename(tarball)}: ${fs.readdirSync(tarballs).join(", ")}`)
+      const entries = (await run("tar", ["-tzf", tarball], { cwd: work, timeoutMs: 30_000 })).stdout.split("\n").filter((line) => line !== "")
+      const manifest = JSON.parse((await run("tar", ["-xzOf", tarball, "package/package.json"], { cwd: work, timeoutMs: 30_000 })).stdout)
+      packed.set(name, { tarball, entries, manifest })
+    }
+
+    const project = path.join(work!, "project")
+    fs.mkdirSync(project)
+    fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "jitbox-consumer", version: "1.0.0", private: true, type: "module" }, null, 2))
+    fs.writeFileSync(path.join(project, "main.js"), program)
+    fs.writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify(consumerTsconfig, null, 2))
+    const nodeTypes = JSON.parse(fs.readFileSync(path.join(root, "node_modules/@types/node/package.json"), "utf8")).version as string
+    await run("npm", [
+      "install",
+      "--no-audit",
+      "--no-fund",
+      ...packageNames.map((name) => packed.get(name)!.tarball),
+      `@types/node@${nodeTypes}`
+    ], { cwd: project, timeoutMs: 200_000 })
+  }, 300_000)
+
+  // The installed project is over 100 MB: removing it can take a while on a slow disk.
+  afterAll(async () => {
+    if (work !== undefined) await fs.promises.rm(work, { recursive: true, force: true })
+  }, 120_000)
+
+  it.each(packageNames)("@jitbox/%s: the tarball holds the build and the sources, no tests, no tsconfig", (name) => {
+    const { entries } = packed.get(name)!
+    const files = entries.map((entry) => entry.replace(/^package\//, ""))
+    expect(files.filter((file) => /(^|\/)(test|tests|__tests__)\//.test(file) || /\.(test|spec)\.[cm]?[jt]sx?$/.test(file))).toEqual([])
+    expect(files.filter((file) => /(^|\/)tsconfig[^/]*\.json$/.test(file) || file.endsWith(".tsbuildinfo"))).toEqual([])
+    expect(files).toContain("package.json")
+    expect(files).toContain("dist/index.js")
+    expect(files).toContain("dist/index.d.ts")
+    // Nothing stale: every emitted module comes from a source file of the tarball.
+    const stale = files.filter((file) => file.startsWith("dist/") && file.endsWith(".js"))
+      .filter((file) => !files.includes(file.replace(/^dist\//, "src/").replace(/\.js$/, ".ts")))
+    expect(stale, "dist has outputs of deleted sources: run `pnpm run clean && pnpm run build`").toEqual([])
+    if (name === "sandbox") {
+      for (const script of fs.readdirSync(path.join(packageDir("sandbox"), "runtime"))) expect(files).toContain(`runtime/${script}`)
+    }
+  })
+
+  it.each(packageNames)("@jitbox/%s: the packed manifest is publishable and points only into the tarball", (name) => {
+    const { entries, manifest } = packed.get(name)!
+    expect(manifest.name).toBe(`@jitbox/${name}`)
+    expect(manifest.private).toBeUndefined()
+    expect(manifest.type).toBe("module")
+    expect(manifest.license).toBe("MIT")
+    expect(manifest.engines?.node).toMatch(/^>=20/)
+    expect(typeof manifest.description).toBe("string")
+    expect(JSON.stringify(manifest)).not.toContain("workspace:")
+    expect(JSON.stringify(manifest.exports)).not.toContain("@jitbox/source")
+    expect(manifest.exports["./package.json"]).toBe("./package.json")
+    for (const target of targets(manifest)) expect(entries).toContain(`package/${target.replace(/^\.\//, "")}`)
+    for (const dependency of ["agent", "sandbox"].includes(name) ? ["core" as const] : []) {
+      expect(manifest.dependencies[`@jitbox/${dependency}`]).toBe(versionOf(dependency))
+    }
+  })
+
+  it("npm installed one copy of each package, from the tarballs", () => {
+    const project = path.join(work!, "project")
+    for (const name of packageNames) {
+      const installed = JSON.parse(fs.readFileSync(path.join(project, "node_modules/@jitbox", name, "package.json"), "utf8"))
+      expect(installed.version).toBe(versionOf(name))
+    }
+    expect(fs.existsSync(path.join(project, "node_modules/@jitbox/agent/node_modules/@jitbox"))).toBe(false)
+    expect(fs.existsSync(path.join(project, "node_modules/@jitbox/sandbox/node_modules/@jitbox"))).toBe(false)
+  })
+
+  it("node runs a program that uses core, sandbox and agent", async () => {
+    const { stdout } = await run(process.execPath, ["main.js"], { cwd: path.join(work!, "project"), timeoutMs: 120_000 })
+    expect(stdout.trimEnd().split("\n")).toEqual(expectedOutput)
+  }, 150_000)
+
+  it("the program type-checks against the installed declaration files (strict, NodeNext)", async () => {
+    await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: path.join(work!, "project"), timeoutMs: 200_000 })
+  }, 240_000)
+})
