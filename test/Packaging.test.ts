@@ -66,7 +66,7 @@ import { SandboxRunner } from "@jitbox/sandbox"
  * @param {import("@jitbox/sandbox").SandboxRunner.SandboxRunner} runner
  * @returns {import("@jitbox/core").JitHarnessOptions}
  */
-const sandboxedHarnessOptions = (runner) => ({ executionMode: "sandboxed", runners: [runner] })
+const sandboxedHarnessOptions = (runner) => ({ codeExecution: "sandboxed", runners: [runner] })
 
 const add = tool({
   name: "add",
