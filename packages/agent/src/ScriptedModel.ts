@@ -1,8 +1,15 @@
 /**
  * A `ModelProvider` that answers from a script instead of a network: for tests, examples and the
- * offline demo. The script sees every request and the turn number (0 for the first `generate` call
- * of this provider, then 1, 2, …) and returns the assistant message, a plain string for a text-only
- * answer, or an Effect of either (which may fail with a `ProviderError` to rehearse failures).
+ * offline demo. The script sees every request and the turn number and returns the assistant
+ * message, a plain string for a text-only answer, or an Effect of either (which may fail with a
+ * `ProviderError` to rehearse failures).
+ *
+ * The turn counts every `generate` call of this provider: 0 for the first, then 1, 2, … It is not
+ * reset when an agent starts its next run (a `ModelRequest` does not say which run it belongs to),
+ * so an agent's second run goes on from where its first stopped, and two agents sharing one
+ * provider share its count. (`RunResult.turns` and `maxTurns` are per run, counted from 1.) Make a
+ * new provider, or build `layer` again, to start at 0; `fromReplies` takes the replies of every run
+ * in one list, in order.
  *
  * @example
  * ```ts
@@ -28,6 +35,9 @@ import { ProviderError } from "./ProviderError.js"
 export type Reply = ModelProvider.AssistantMessage | string
 
 /**
+ * `turn` is the number of this `generate` call among all of this provider's calls, from 0, across
+ * runs.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -49,7 +59,8 @@ const toMessage = (reply: Reply): ModelProvider.AssistantMessage =>
   typeof reply === "string" ? { role: "assistant", content: reply, toolCalls: [] } : reply
 
 /**
- * A provider that asks `script` for every answer. Usage is reported as unknown (`null`).
+ * A provider that asks `script` for every answer. Usage is reported as unknown (`null`). The turn
+ * count starts at 0 here and is never reset.
  *
  * @since 0.1.0
  * @category constructors
@@ -67,8 +78,10 @@ export const make = (script: Script, options: Options = {}): ModelProvider.Model
 }
 
 /**
- * A provider that gives `replies[turn]` on each turn. A turn past the end of the list fails with
- * an `InvalidResponse` error naming the turn, so a loop that asks once too often fails loudly.
+ * A provider that gives `replies[turn]` on each turn: the replies of an agent's first run, then
+ * those of its second, and so on, since turns count across runs. A turn past the end of the list
+ * fails with an `InvalidResponse` error naming the turn, so a loop that asks once too often fails
+ * loudly.
  *
  * @since 0.1.0
  * @category constructors
@@ -82,7 +95,8 @@ export const fromReplies = (replies: ReadonlyArray<Reply>, options: Options = {}
         reason: "InvalidResponse",
         provider: name,
         status: null,
-        providerMessage: `the script has ${replies.length} replies and no reply for turn ${turn}`
+        providerMessage: `the script has ${replies.length} ${replies.length === 1 ? "reply" : "replies"} and no reply for turn ${turn}: ` +
+          "turns count every generate call of this provider, across runs"
       })
     )
   }, options)

@@ -57,7 +57,7 @@ describe("ScriptedModel", () => {
       const error = yield* Effect.flip(model.generate(firstTurn))
       assert.strictEqual(error.reason, "InvalidResponse")
       assert.strictEqual(error.provider, "script-a")
-      assert.strictEqual(error.providerMessage, "the script has 2 replies and no reply for turn 2")
+      assert.strictEqual(error.providerMessage, "the script has 2 replies and no reply for turn 2: turns count every generate call of this provider, across runs")
     }))
 
   it.effect("layer provides the ModelProvider service, starting at turn 0 each time it is built", () =>

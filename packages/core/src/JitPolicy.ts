@@ -13,29 +13,58 @@ import * as Schema from "effect/Schema"
 import { ConfigError } from "./HarnessError.js"
 import type { CodeLanguage } from "./ToolOrigin.js"
 
-/** The languages 003 names. @since 0.1.0 @category schemas */
-export const PolicyLanguage = Schema.Literal("Python", "PowerShell", "Bash", "C#", "JavaScript")
+const policyLanguages = ["Python", "PowerShell", "Bash", "C#", "JavaScript"] as const
+
+const shown = (actual: unknown): string => {
+  try {
+    return JSON.stringify(actual) ?? String(actual)
+  } catch {
+    return String(actual)
+  }
+}
+
+/** A message for every failure of a schema, in place of effect's (a union of literals lists each member). */
+const says = (expected: string) => ({
+  message: (issue: ParseResult.ParseIssue) => ({ message: `expected ${expected}, got ${shown(issue.actual)}`, override: true })
+})
+
+/**
+ * The languages 003 names. TypeScript is not one of them: it runs as JavaScript.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const PolicyLanguage = Schema.Literal(...policyLanguages).annotations(
+  says(`one of ${policyLanguages.map((language) => JSON.stringify(language)).join(", ")} (JavaScript covers TypeScript)`)
+)
 
 /** @since 0.1.0 @category models */
 export type PolicyLanguage = Schema.Schema.Type<typeof PolicyLanguage>
 
-const int = (min: number, max: number) => Schema.Int.pipe(Schema.between(min, max))
+const int = (min: number, max: number) =>
+  Schema.Number.pipe(Schema.int(), Schema.between(min, max)).annotations(says(`an integer from ${min} to ${max}`))
+
+const bool = Schema.Boolean.annotations(says("true or false"))
+
+const languages = Schema.Array(PolicyLanguage).annotations({
+  // only when the value is not an array at all; an element's own failure keeps its message
+  message: (issue) => `expected a list of languages such as ["Python"], got ${shown(issue.actual)}`
+}).pipe(
+  Schema.minItems(1, { message: (issue) => `expected at least one language, got ${shown(issue.actual)}` }),
+  Schema.maxItems(5),
+  Schema.filter((languages) => new Set(languages).size === languages.length, {
+    message: (issue) => `each language may appear only once, got ${shown(issue.actual)}`
+  })
+)
 
 /** @since 0.1.0 @category schemas */
 export const JitPolicy = Schema.Struct({
-  allowedLanguages: Schema.optionalWith(
-    Schema.Array(PolicyLanguage).pipe(
-      Schema.minItems(1),
-      Schema.maxItems(5),
-      Schema.filter((languages) => new Set(languages).size === languages.length || "allowedLanguages must be unique")
-    ),
-    { default: () => ["Python"] as const }
-  ),
-  allowLongRunning: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  allowPremium: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  requireRootCoordinator: Schema.optionalWith(Schema.Boolean, { default: () => true }),
-  allowAsyncOperations: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  returnExecutionErrors: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  allowedLanguages: Schema.optionalWith(languages, { default: () => ["Python"] as const }),
+  allowLongRunning: Schema.optionalWith(bool, { default: () => false }),
+  allowPremium: Schema.optionalWith(bool, { default: () => false }),
+  requireRootCoordinator: Schema.optionalWith(bool, { default: () => true }),
+  allowAsyncOperations: Schema.optionalWith(bool, { default: () => false }),
+  returnExecutionErrors: Schema.optionalWith(bool, { default: () => false }),
   maximumInvocations: Schema.optionalWith(int(1, 6_400), { default: () => 16 }),
   maximumConcurrentInvocations: Schema.optionalWith(int(1, 8), { default: () => 2 }),
   maximumRuntimeEnvironments: Schema.optionalWith(int(1, 16), { default: () => 2 }),
@@ -58,7 +87,19 @@ export interface JitPolicy extends Schema.Schema.Type<typeof JitPolicy> {}
 /** @since 0.1.0 @category models */
 export type JitPolicyInput = Schema.Schema.Encoded<typeof JitPolicy>
 
-const decode = Schema.decodeUnknownEither(JitPolicy, { onExcessProperty: "error" })
+const decode = Schema.decodeUnknownEither(JitPolicy, { onExcessProperty: "error", errors: "all" })
+
+/**
+ * One clause per field: an optional field's union with `undefined` adds "Expected undefined" for
+ * every mistake, which says nothing the field's own clause does not.
+ */
+const clauses = (error: ParseResult.ParseError): string => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const informative = issues.filter((issue) => !issue.message.startsWith("Expected undefined, actual "))
+  return (informative.length > 0 ? informative : issues)
+    .map((issue) => `${issue.path.join(".") || "(policy)"}: ${issue.message}`)
+    .join("; ")
+}
 
 /**
  * A policy with 003's "newly configured" defaults for what is left out; a value out of range is a
@@ -70,12 +111,7 @@ const decode = Schema.decodeUnknownEither(JitPolicy, { onExcessProperty: "error"
 export const make = (input: JitPolicyInput = {}): JitPolicy => {
   const result = decode(input)
   if (Either.isLeft(result)) {
-    throw new ConfigError({
-      option: "policy",
-      detail: ParseResult.ArrayFormatter.formatErrorSync(result.left)
-        .map((issue) => `${issue.path.join(".") || "(policy)"}: ${issue.message}`)
-        .join("; ")
-    })
+    throw new ConfigError({ option: "policy", detail: clauses(result.left) })
   }
   return result.right
 }

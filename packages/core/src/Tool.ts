@@ -25,10 +25,28 @@ export interface ToolSpec<P extends ParameterSchema.ParameterInput | undefined =
 /** @since 0.1.0 @category models */
 export type ToolHandler<A = any, R = unknown> = (args: A, context: InvocationContext) => R | PromiseLike<R>
 
-/** The arguments a handler receives, inferred from an effect Schema or a zod schema when possible. @since 0.1.0 @category models */
+type ZodInput<S> = S extends { readonly _zod: { readonly input: infer I } } ? I
+  : S extends { readonly _input: infer I } ? I
+  : never
+
+type TypedZod = { readonly _zod: { readonly input: unknown } } | { readonly _input: unknown }
+
+/** `z.object(shape)`'s input: a field whose input admits `undefined` (optional, defaulted) is optional. */
+type ShapeArguments<S> =
+  & { -readonly [K in keyof S as undefined extends ZodInput<S[K]> ? never : K]: ZodInput<S[K]> }
+  & { -readonly [K in keyof S as undefined extends ZodInput<S[K]> ? K : never]?: ZodInput<S[K]> }
+
+/**
+ * The arguments a handler receives, inferred from an effect Schema, a zod schema or a zod raw shape
+ * when possible.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ArgumentsOf<P> = P extends Schema.Schema<infer A, infer _I, infer _R> ? A
   : P extends { readonly _zod: { readonly input: infer I } } ? I
   : P extends { readonly _input: infer I } ? I
+  : P extends { readonly [key: string]: TypedZod } ? { [K in keyof ShapeArguments<P>]: ShapeArguments<P>[K] }
   : any
 
 /** A checked tool definition. @since 0.1.0 @category models */
