@@ -77,6 +77,8 @@ export const page = <R>(
 /**
  * A page of list items: at most `limit` items from `offset`, dropping items from the end until
  * `envelope(items, nextOffset)` fits the response budget (at least one item is always kept).
+ * One rule for every paged answer, text or list: an offset at the end answers an empty page, an
+ * offset past it is an `OffsetOutOfRange` error.
  *
  * @since 0.1.0
  * @category paging
@@ -85,8 +87,16 @@ export const pageItems = <A, R>(
   items: ReadonlyArray<A>,
   offset: number,
   limit: number,
-  envelope: (items: ReadonlyArray<A>, nextOffset: number | null) => R
+  envelope: (items: ReadonlyArray<A>, nextOffset: number | null) => R,
+  name?: string
 ): R => {
+  if (offset > items.length) {
+    throw new InvalidToolRequest({
+      ...(name === undefined ? {} : { name }),
+      reason: "OffsetOutOfRange",
+      detail: `offset ${offset} is past the end (${items.length} items)`
+    })
+  }
   const chosen = items.slice(offset, offset + limit)
   const build = (n: number) => {
     const end = offset + n

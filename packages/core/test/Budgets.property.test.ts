@@ -145,7 +145,12 @@ describe("budgets and exact paging (BUD-01..15, D-04..D-06)", () => {
             await harness.createTool({ kind: "text", name: `tool_${i}`, description: hint, source: body })
             descriptions.set(`tool_${i}`, hint)
           }
-          const page = (await harness.callTool("list_tools", { offset, limit })) as {
+          const listing = harness.callTool("list_tools", { offset, limit })
+          if (offset > descriptions.size) {
+            await expect(listing).rejects.toMatchObject({ reason: "OffsetOutOfRange" })
+            return
+          }
+          const page = (await listing) as {
             tools: Array<{ name: string; description: string }>
             next_offset: number | null
           }

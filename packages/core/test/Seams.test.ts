@@ -373,3 +373,20 @@ describe("Exit of a released harness in the Effect API", () => {
       expect(Exit.isFailure(exit)).toBe(true)
     }))
 })
+
+describe("one paging rule", () => {
+  it("an offset at the end answers an empty page and one past it is OffsetOutOfRange, for text and lists alike", async () => {
+    const harness = new JitHarness({ tools: [add] })
+    await harness.createTool({ kind: "text", name: "notes", description: "Notes.", source: "abc" })
+    expect(await harness.callTool("read_tool_source", { name: "notes", offset: 3 })).toMatchObject({ content: "", next_offset: null })
+    expect(await harness.callTool("list_tools", { offset: 2 })).toMatchObject({ tools: [], next_offset: null })
+    for (const [name, args] of [
+      ["read_tool_source", { name: "notes", offset: 4 }],
+      ["list_tools", { offset: 3 }],
+      ["inspect_tool_calls", { name: "add", offset: 1 }],
+      ["inspect_tool_errors", { offset: 10 }]
+    ] as const) {
+      expect(await rejection(harness.callTool(name, args))).toMatchObject({ _tag: "InvalidToolRequest", reason: "OffsetOutOfRange" })
+    }
+  })
+})

@@ -179,7 +179,7 @@ export const make = (registry: Registry, read: ReadModel, changes: ToolChanges):
         calls: items.map(compactCall),
         total_calls: records.length,
         next_offset: nextOffset
-      }))
+      }), name)
     },
 
     inspect_tool_errors: ({ limit = 3, max_chars = 512, name, offset = 0 }: Partial<NameArgs> & PageArgs) => {
@@ -194,7 +194,7 @@ export const make = (registry: Registry, read: ReadModel, changes: ToolChanges):
         errors: items.map(previewOf),
         total_matches: records.length,
         next_offset: nextOffset
-      }))
+      }), name)
     }
   }
 
