@@ -23,7 +23,7 @@ import { JsonLinesChild } from "./internal/child.js"
 import type { RunnerContext } from "./internal/context.js"
 import { finishActivation, packageError, writeShipped } from "./internal/version.js"
 import * as Protocol from "./Protocol.js"
-import { NodeAddressSpaceExtraMiB } from "./SandboxLayers.js"
+import { NodeAddressSpaceExtraMiB } from "./Isolation.js"
 
 /** @since 0.1.0 @category constants */
 export const languages: ReadonlyArray<CodeRunner.CodeSource["language"]> = ["javascript", "typescript"]

@@ -16,7 +16,7 @@ import { killMarked, markedProcesses } from "./internal/spawn.js"
 import * as NodeRunner from "./NodeRunner.js"
 import * as PythonRunner from "./PythonRunner.js"
 import * as SandboxConfig from "./SandboxConfig.js"
-import * as SandboxLayers from "./SandboxLayers.js"
+import * as Isolation from "./Isolation.js"
 import { WarmPool } from "./WarmPool.js"
 
 /** @since 0.1.0 @category models */
@@ -24,7 +24,7 @@ export interface SandboxRunner extends CodeRunner.CodeRunnerShape {
   /** Activation, as core's `CodeRunner`; a sandboxed `invoke` always answers a promise. */
   readonly activate: (source: CodeRunner.CodeSource) => Promise<SandboxedCode>
   /** The isolation layers active for this runner's children. */
-  readonly isolation: ReadonlyArray<SandboxLayers.LayerReport>
+  readonly isolation: ReadonlyArray<Isolation.LayerReport>
   /** Live children in the warm pool. */
   readonly poolSize: () => number
   /** Pids of every live process started by this runner (children and their descendants). */
@@ -41,7 +41,7 @@ export interface SandboxRunner extends CodeRunner.CodeRunnerShape {
  */
 export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
   const config = SandboxConfig.make(options)
-  const iso = SandboxLayers.detect(config)
+  const iso = Isolation.detect(config)
   const pool = new WarmPool(config.maximumRuntimeEnvironments)
   const ctx = new RunnerContext(config, iso, pool)
   const languages: Array<CodeRunner.CodeSource["language"]> = [...NodeRunner.languages]
@@ -80,7 +80,7 @@ export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
   return {
     languages,
     activate,
-    isolation: SandboxLayers.report(config, iso),
+    isolation: Isolation.report(config, iso),
     poolSize: () => pool.size,
     processes: () => markedProcesses(`${ctx.id}:`),
     close: () => {

@@ -6,6 +6,11 @@ export * as BashRunner from "./BashRunner.js"
 /**
  * @since 0.1.0
  */
+export * as Isolation from "./Isolation.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as NodeRunner from "./NodeRunner.js"
 
 /**
@@ -27,11 +32,6 @@ export * as SandboxConfig from "./SandboxConfig.js"
  * @since 0.1.0
  */
 export * as SandboxError from "./SandboxError.js"
-
-/**
- * @since 0.1.0
- */
-export * as SandboxLayers from "./SandboxLayers.js"
 
 /**
  * @since 0.1.0

@@ -8,14 +8,14 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { SandboxError, SandboxLayers, SandboxRunner } from "../src/index.js"
+import { Isolation, SandboxError, SandboxRunner } from "../src/index.js"
 import { context, rejection, settleProcesses, source, testOptions } from "./helpers.js"
 
 const SecretName = "JITBOX_TEST_SECRET"
 const SecretValue = "s3cr3t-do-not-leak"
 process.env[SecretName] = SecretValue
 
-const isolation = SandboxLayers.describeIsolation()
+const isolation = Isolation.describeIsolation()
 const active = (layer: string) => isolation.find((report) => report.layer === layer)?.active === true
 const bwrap = active("bubblewrap")
 
@@ -161,7 +161,7 @@ describe("escapes", () => {
   it("opening a network connection to the host is refused with bubblewrap, and its absence is reported", async () => {
     if (!bwrap) {
       // Without bubblewrap there is no network isolation: the report must say so, never stay silent.
-      const report = SandboxLayers.describeIsolation(testOptions).find((layer) => layer.layer === "bubblewrap")
+      const report = Isolation.describeIsolation(testOptions).find((layer) => layer.layer === "bubblewrap")
       expect(report?.active).toBe(false)
       expect(report?.detail).toMatch(/.+/)
       return

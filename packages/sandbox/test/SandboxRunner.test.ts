@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
-import { SandboxConfig, SandboxLayers, SandboxRunner } from "../src/index.js"
+import { Isolation, SandboxConfig, SandboxRunner } from "../src/index.js"
 import { context, rejection, source, testOptions } from "./helpers.js"
 
 describe("SandboxRunner", () => {
@@ -76,7 +76,7 @@ describe("SandboxRunner", () => {
   })
 
   it("reports every isolation layer as data, consistent with this host", () => {
-    const layers = SandboxLayers.describeIsolation()
+    const layers = Isolation.describeIsolation()
     expect(layers.map((l) => l.layer)).toEqual([
       "scrubbed-environment",
       "private-working-directory",
@@ -99,7 +99,7 @@ describe("SandboxRunner", () => {
     if (!exists("/usr/bin/bwrap")) expect(byName["bubblewrap"]!.active).toBe(false)
     expect(byName["python"]!.active).toBe(exists("/usr/bin/python3"))
     for (const layer of layers) expect(layer.detail.length).toBeGreaterThan(0)
-    expect(SandboxLayers.describeIsolation({ bubblewrap: false }).find((l) => l.layer === "bubblewrap")?.active).toBe(false)
+    expect(Isolation.describeIsolation({ bubblewrap: false }).find((l) => l.layer === "bubblewrap")?.active).toBe(false)
   })
 })
 

@@ -6,7 +6,7 @@ import type { CodeRunner } from "@jitbox/core"
 import type { ChildProcessWithoutNullStreams } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import type * as SandboxConfig from "../SandboxConfig.js"
-import type * as SandboxLayers from "../SandboxLayers.js"
+import type * as Isolation from "../Isolation.js"
 import type { WarmPool } from "../WarmPool.js"
 import type { ChildBase, ChildHooks } from "./child.js"
 import { Directories } from "./dirs.js"
@@ -20,7 +20,7 @@ export class RunnerContext {
 
   constructor(
     readonly config: SandboxConfig.SandboxConfig,
-    readonly iso: SandboxLayers.Isolation,
+    readonly iso: Isolation.Isolation,
     readonly pool: WarmPool
   ) {
     this.dirs = Directories.make(config.tmpDir, iso.runAs)
