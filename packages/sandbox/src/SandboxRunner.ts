@@ -34,6 +34,26 @@ export interface SandboxRunner extends CodeRunner.CodeRunnerShape {
 }
 
 /**
+ * What to do at process exit for every runner not yet closed: kill its children, remove its
+ * directories. One `exit` listener serves them all (one per runner would trip Node's
+ * `MaxListenersExceededWarning` past ten runners); it is registered while any runner is open.
+ */
+const exitHooks = new Set<() => void>()
+
+const runExitHooks = () => {
+  for (const hook of exitHooks) hook()
+}
+
+const onProcessExit = (hook: () => void): void => {
+  if (exitHooks.size === 0) process.on("exit", runExitHooks)
+  exitHooks.add(hook)
+}
+
+const offProcessExit = (hook: () => void): void => {
+  if (exitHooks.delete(hook) && exitHooks.size === 0) process.removeListener("exit", runExitHooks)
+}
+
+/**
  * A runner for every language this host can run. Throws core's `ConfigError` for options out of
  * range.
  *
@@ -51,7 +71,7 @@ export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
     void pool.close(0)
     ctx.dirs.removeSync(ctx.dirs.root)
   }
-  process.once("exit", onExit)
+  onProcessExit(onExit)
   let closing: Promise<void> | undefined
 
   const activate = (source: CodeRunner.CodeSource): Promise<SandboxedCode> => {
@@ -85,7 +105,7 @@ export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
     processes: () => markedProcesses(`${ctx.id}:`),
     close: () => {
       closing ??= pool.close().then(() => untilGone(`${ctx.id}:`)).then(() => {
-        process.removeListener("exit", onExit)
+        offProcessExit(onExit)
         ctx.dirs.removeSync(ctx.dirs.root)
       })
       return closing

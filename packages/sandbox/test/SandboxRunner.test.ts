@@ -75,6 +75,24 @@ describe("SandboxRunner", () => {
     }
   })
 
+  it("any number of runners share one process exit hook: twelve print no MaxListenersExceededWarning", async () => {
+    const warnings: Array<Error> = []
+    const onWarning = (warning: Error) => warnings.push(warning)
+    process.on("warning", onWarning)
+    const before = process.listenerCount("exit")
+    const runners = Array.from({ length: 12 }, () => SandboxRunner.make(testOptions))
+    try {
+      expect(process.listenerCount("exit")).toBeLessThanOrEqual(before + 1)
+      // Node emits the warning on a later tick
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      await Promise.all(runners.map((runner) => runner.close()))
+      process.off("warning", onWarning)
+    }
+    expect(warnings.filter((warning) => warning.name === "MaxListenersExceededWarning")).toEqual([])
+    expect(process.listenerCount("exit")).toBe(before)
+  })
+
   it("reports every isolation layer as data, consistent with this host", () => {
     const layers = Isolation.describeIsolation()
     expect(layers.map((l) => l.layer)).toEqual([
