@@ -41,4 +41,9 @@ export * as SandboxRunner from "./SandboxRunner.js"
 /**
  * @since 0.1.0
  */
+export * as ToolError from "./ToolError.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as WarmPool from "./WarmPool.js"

@@ -1,7 +1,8 @@
 import { HarnessError } from "@jitbox/core"
 import * as fs from "node:fs"
 import { afterAll, describe, expect, it } from "vitest"
-import { SandboxError, SandboxRunner } from "../src/index.js"
+import * as ThrownValue from "../../core/src/ThrownValue.js"
+import { SandboxError, SandboxRunner, ToolError } from "../src/index.js"
 import { context, rejection, source, testOptions } from "./helpers.js"
 
 const runner = SandboxRunner.make(testOptions)
@@ -78,9 +79,9 @@ describe("BashRunner", () => {
       expect(error.reason).toBe("ProtocolViolation")
     }
     const failed = await rejection(code.invoke("fail", context()))
-    expect(failed).toBeInstanceOf(HarnessError.ToolFailure)
-    expect(failed.errorType).toBe("NonZeroExit")
-    expect(failed.message).toContain("status 3: something broke")
+    expect(failed).toBeInstanceOf(ToolError.ToolError)
+    expect(ThrownValue.errorType(failed)).toBe("NonZeroExit")
+    expect(ThrownValue.message(failed)).toContain("status 3: something broke")
     expect(await code.invoke("ok", context())).toEqual([1, 2])
     await code.dispose()
   })

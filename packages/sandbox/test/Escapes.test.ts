@@ -8,7 +8,8 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Isolation, SandboxError, SandboxRunner } from "../src/index.js"
+import * as ThrownValue from "../../core/src/ThrownValue.js"
+import { Isolation, SandboxError, SandboxRunner, ToolError } from "../src/index.js"
 import { context, rejection, settleProcesses, source, testOptions } from "./helpers.js"
 
 const SecretName = "JITBOX_TEST_SECRET"
@@ -251,8 +252,8 @@ describe("limits", () => {
       "__init__.py": "@tool(guidelines='g')\ndef main() -> int:\n    keep = []\n    while True:\n        keep.append(bytearray(16 << 20))\n"
     }))
     const error = await rejection(python.invoke({}, context()))
-    expect(error).toBeInstanceOf(HarnessError.ToolFailure)
-    expect(error.errorType).toBe("MemoryError")
+    expect(error).toBeInstanceOf(ToolError.ToolError)
+    expect(ThrownValue.errorType(error)).toBe("MemoryError")
     await small.close()
   })
 

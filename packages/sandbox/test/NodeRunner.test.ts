@@ -1,6 +1,7 @@
 import { HarnessError } from "@jitbox/core"
 import { afterAll, describe, expect, it } from "vitest"
-import { SandboxError, SandboxRunner } from "../src/index.js"
+import * as ThrownValue from "../../core/src/ThrownValue.js"
+import { SandboxError, SandboxRunner, ToolError } from "../src/index.js"
 import { context, type RecordedCall, rejection, source, testOptions } from "./helpers.js"
 
 const runner = SandboxRunner.make(testOptions)
@@ -51,24 +52,29 @@ describe("NodeRunner", () => {
     await code.dispose()
   })
 
-  it("returns a thrown error as a ToolFailure carrying the child-side type name", async () => {
+  it("rejects with what the tool threw, classified as in process: its type name and its message", async () => {
     const code = await runner.activate(source("javascript", {
       "index.js": [
         `class QuotaError extends Error {}`,
         `export const main = tool({ description: "d" }, (args) => {`,
         `  if (args.kind === "type") null.x`,
         `  if (args.kind === "custom") throw new QuotaError("over quota")`,
+        `  if (args.kind === "plain") throw new Error("plain")`,
+        `  if (args.kind === "string") throw "a string"`,
         `  throw new RangeError("out of range")`,
         `})`
       ].join("\n")
     }))
-    const typeError = await rejection(code.invoke({ kind: "type" }, context()))
-    expect(typeError).toBeInstanceOf(HarnessError.ToolFailure)
-    expect(typeError.errorType).toBe("TypeError")
-    expect((await rejection(code.invoke({ kind: "custom" }, context()))).errorType).toBe("QuotaError")
-    const range = await rejection(code.invoke({}, context()))
-    expect(range.errorType).toBe("RangeError")
-    expect(range.message).toBe("out of range")
+    const classified = async (kind: string) => {
+      const error = await rejection(code.invoke({ kind }, context()))
+      expect(error).toBeInstanceOf(ToolError.ToolError)
+      return [ThrownValue.errorType(error), ThrownValue.message(error)]
+    }
+    expect((await classified("type"))[0]).toBe("TypeError")
+    expect(await classified("custom")).toEqual(["QuotaError", "over quota"])
+    expect(await classified("plain")).toEqual(["Error", "plain"])
+    expect((await classified("string"))[0]).toBe("string")
+    expect(await classified("range")).toEqual(["RangeError", "out of range"])
     await code.dispose()
   })
 

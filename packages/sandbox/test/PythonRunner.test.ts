@@ -1,7 +1,8 @@
 import type { CodeRunner } from "@jitbox/core"
 import { HarnessError } from "@jitbox/core"
 import { afterAll, describe, expect, it } from "vitest"
-import { SandboxRunner } from "../src/index.js"
+import * as ThrownValue from "../../core/src/ThrownValue.js"
+import { SandboxRunner, ToolError } from "../src/index.js"
 import { context, type RecordedCall, rejection, source, testOptions } from "./helpers.js"
 
 const runner = SandboxRunner.make(testOptions)
@@ -63,7 +64,7 @@ describe("PythonRunner", () => {
     await code.dispose()
   })
 
-  it("returns a raised exception as a ToolFailure with the Python type name", async () => {
+  it("rejects with what the tool raised, classified by its Python type name and message", async () => {
     const code = await runner.activate(source("python", {
       "__init__.py": py([
         "class QuotaError(Exception):",
@@ -80,12 +81,13 @@ describe("PythonRunner", () => {
       ])
     }))
     const value = await rejection(code.invoke({ kind: "value" }, context()))
-    expect(value).toBeInstanceOf(HarnessError.ToolFailure)
-    expect([value.errorType, value.message]).toEqual(["ValueError", "bad value"])
-    expect((await rejection(code.invoke({ kind: "custom" }, context()))).errorType).toBe("QuotaError")
-    expect((await rejection(code.invoke({ kind: "exit" }, context()))).errorType).toBe("SystemExit")
-    expect((await rejection(code.invoke({ kind: "set" }, context()))).errorType).toBe("TypeError")
-    expect((await rejection(code.invoke({ unknown: 1 }, context()))).errorType).toBe("TypeError")
+    expect(value).toBeInstanceOf(ToolError.ToolError)
+    expect([ThrownValue.errorType(value), ThrownValue.message(value)]).toEqual(["ValueError", "bad value"])
+    const type = async (args: unknown) => ThrownValue.errorType(await rejection(code.invoke(args, context())))
+    expect(await type({ kind: "custom" })).toBe("QuotaError")
+    expect(await type({ kind: "exit" })).toBe("SystemExit")
+    expect(await type({ kind: "set" })).toBe("TypeError")
+    expect(await type({ unknown: 1 })).toBe("TypeError")
     await code.dispose()
   })
 

@@ -4,8 +4,19 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
-import { Isolation, SandboxConfig, SandboxRunner } from "../src/index.js"
+import * as ThrownValue from "../../core/src/ThrownValue.js"
+import { Isolation, SandboxConfig, SandboxRunner, ToolError } from "../src/index.js"
 import { context, rejection, source, testOptions } from "./helpers.js"
+
+/** How the agent prints a thrown value for the model: `_tag` when there is one, else `name`. */
+const printed = (thrown: unknown): string => {
+  const type = typeof thrown === "object" && thrown !== null && "_tag" in thrown && typeof thrown._tag === "string"
+    ? thrown._tag
+    : thrown instanceof Error
+    ? thrown.name
+    : typeof thrown
+  return `${type}: ${thrown instanceof Error ? thrown.message : String(thrown)}`
+}
 
 describe("SandboxRunner", () => {
   it.effect("layer provides core's CodeRunner and kills every child when its scope closes", () =>
@@ -70,6 +81,31 @@ describe("SandboxRunner", () => {
       }, { toolName: "pyprinter" }))
       expect([await node.invoke({}, context()), await python.invoke({}, context())]).toEqual([1, 2])
       expect(lines).toEqual(["printer: loading", "printer: from node", "pyprinter: from python", "pyprinter: to stderr"])
+    } finally {
+      await runner.close()
+    }
+  })
+
+  it("a tool's failure classifies and prints as the child's error type in every language, as it would in process", async () => {
+    const runner = SandboxRunner.make(testOptions)
+    try {
+      const codes = await Promise.all([
+        runner.activate(source("python", { "__init__.py": "@tool(guidelines='g')\ndef main() -> int:\n    raise ValueError('bad value')\n" })),
+        runner.activate(source("javascript", { "index.js": `export const main = tool({ description: "d" }, () => { throw new Error("plain") })` })),
+        runner.activate(source("typescript", { "index.ts": `class QuotaError extends Error {}\nexport const main = tool({ description: "d" }, () => { throw new QuotaError("over quota") })` })),
+        runner.activate(source("bash", { "main.sh": "echo broken >&2\nexit 4\n" }))
+      ])
+      const failures = await Promise.all(codes.map((code) => rejection(code.invoke({}, context()))))
+      for (const failure of failures) {
+        expect(failure).toBeInstanceOf(ToolError.ToolError)
+        expect(printed(failure)).toBe(`${ThrownValue.errorType(failure)}: ${ThrownValue.message(failure)}`)
+      }
+      expect(failures.map(printed)).toEqual([
+        "ValueError: bad value",
+        "Error: plain",
+        "QuotaError: over quota",
+        "NonZeroExit: main.sh exited with status 4: broken"
+      ])
     } finally {
       await runner.close()
     }

@@ -6,12 +6,12 @@
  * invocations of one version queue here.
  */
 import type { CodeRunner } from "@jitbox/core"
-import { HarnessError } from "@jitbox/core"
 import type { ChildProcessWithoutNullStreams } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Protocol from "../Protocol.js"
 import type { SandboxErrorReason } from "../SandboxError.js"
+import { ToolError } from "../ToolError.js"
 import { cancelled, ChildBase, type ChildHooks, classifyExit, encodeArgs, tick } from "./child.js"
 
 interface Job {
@@ -128,11 +128,10 @@ export class BashChild extends ChildBase {
       if (reason === "LimitExceeded") return job.reject(this.error(reason, detail))
       const stderr = readTail(path.join(this.files.output, "stderr"))
       return job.reject(
-        new HarnessError.ToolFailure({
+        new ToolError({
           toolName: this.hooks.toolName,
           errorType: "NonZeroExit",
-          detail: `main.sh exited with status ${exitCode}${stderr.length > 0 ? `: ${stderr}` : ""}`,
-          cause: null
+          message: `main.sh exited with status ${exitCode}${stderr.length > 0 ? `: ${stderr}` : ""}`
         })
       )
     }

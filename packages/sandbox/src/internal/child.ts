@@ -6,12 +6,13 @@
  * multiplexes concurrent invocations by `invocationId`.
  */
 import type { CodeRunner } from "@jitbox/core"
-import { HarnessError } from "@jitbox/core"
+import { HarnessError, ThrownValue } from "@jitbox/core"
 import type { ChildProcessWithoutNullStreams } from "node:child_process"
 import * as os from "node:os"
 import * as Protocol from "../Protocol.js"
 import type * as SandboxConfig from "../SandboxConfig.js"
 import { SandboxError, type SandboxErrorReason } from "../SandboxError.js"
+import { ToolError } from "../ToolError.js"
 import { killGroup } from "./spawn.js"
 
 export type ChildState = "starting" | "ready" | "dead"
@@ -327,12 +328,7 @@ export class JsonLinesChild extends ChildBase {
             ? this.error("OutputTooLarge", message.error.message)
             : propagated !== undefined
             ? propagated
-            : new HarnessError.ToolFailure({
-              toolName: this.hooks.toolName,
-              errorType: message.error.type,
-              detail: message.error.message,
-              cause: null
-            })
+            : new ToolError({ toolName: this.hooks.toolName, errorType: message.error.type, message: message.error.message })
         )
         return this.settled()
       }
@@ -426,7 +422,7 @@ export class JsonLinesChild extends ChildBase {
       },
       (error: unknown) => {
         if (error !== undefined) (pending.nested ??= new Map()).set(message.requestId, error)
-        failWith(errorType(error), errorMessage(error))
+        failWith(ThrownValue.errorType(error), ThrownValue.message(error) ?? printed(error))
       }
     )
   }
@@ -446,7 +442,7 @@ export const encodeArgs = (args: unknown): string | { readonly reason: SandboxEr
   try {
     json = JSON.stringify(args === undefined ? {} : args)
   } catch (error) {
-    return { reason: "ProtocolViolation", detail: `the arguments are not JSON: ${errorMessage(error)}` }
+    return { reason: "ProtocolViolation", detail: `the arguments are not JSON: ${ThrownValue.message(error) ?? printed(error)}` }
   }
   if (json === undefined) return { reason: "ProtocolViolation", detail: "the arguments are not JSON" }
   if (json.length > Protocol.MaxPayloadBytes / 3 && Buffer.byteLength(json) > Protocol.MaxPayloadBytes) {
@@ -457,19 +453,14 @@ export const encodeArgs = (args: unknown): string | { readonly reason: SandboxEr
 
 const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? "")
 
-/** The `error_type` of a value thrown on the host side of a nested call. */
-export const errorType = (error: unknown): string => {
-  if (error instanceof HarnessError.ToolFailure) return error.errorType
-  if (typeof error === "object" && error !== null) {
-    const tag = (error as { _tag?: unknown })._tag
-    if (typeof tag === "string") return tag
-    if (error instanceof Error) return error.name
+/** The text of a thrown value that is not an `Error` (`ThrownValue.message` has none for it). */
+const printed = (thrown: unknown): string => {
+  try {
+    return String(thrown)
+  } catch {
+    return "(the thrown value could not be formatted)"
   }
-  return "Error"
 }
-
-export const errorMessage = (error: unknown): string =>
-  error instanceof Error ? error.message : typeof error === "string" ? error : String(error)
 
 const signalNames = new Map(Object.entries(os.constants.signals).map(([name, number]) => [number, name]))
 
