@@ -13,13 +13,12 @@
  *
  * @since 0.1.0
  */
-import type { SandboxedCode } from "./internal/version.js"
 import { CodeBundle, type CodeRunner } from "@jitbox/core"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { JsonLinesChild } from "./internal/child.js"
-import type { RunnerContext } from "./internal/context.js"
-import { finishActivation, writeShipped } from "./internal/version.js"
+import type { ChildOwner, RunnerContext } from "./internal/context.js"
+import { SandboxedVersion, writeShipped } from "./internal/version.js"
 import { NodeAddressSpaceExtraMiB } from "./Isolation.js"
 import * as Protocol from "./Protocol.js"
 
@@ -31,32 +30,48 @@ export const runtimeFile = new URL("../runtime/node-runtime.mjs", import.meta.ur
 
 let runtimeSource: string | undefined
 
+/** The module the bundle's `tool`, `ToolExecutionMode` and `harness` come from: the child runtime's. */
+const Bindings = `const runtime = globalThis[Symbol.for("jitbox.sandbox.runtime")]
+export const tool = runtime.tool
+export const ToolExecutionMode = runtime.ToolExecutionMode
+export const harness = runtime.harness
+`
+
 /**
- * Activates one version: bundle, start the child, load, report metadata.
+ * Bundles the package for a sandboxed child. Rejects with `PackageError` (`MissingFile`,
+ * `CompileError` or `ImportError`) naming the file.
+ *
+ * @since 0.1.0 @category compiling
+ */
+export const bundle = (source: CodeRunner.CodeSource): Promise<string> =>
+  CodeBundle.bundle(source, { bindings: Bindings, moduleRoot: undefined })
+
+/**
+ * Activates one version: bundle, start the first child, load, report metadata.
  *
  * @since 0.1.0 @category running
  */
-export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<SandboxedCode> => {
+export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<SandboxedVersion<JsonLinesChild>> => {
   const versionDir = ctx.dirs.readOnly("v")
   runtimeSource ??= fs.readFileSync(runtimeFile, "utf8")
   writeShipped(path.join(versionDir, "runtime.mjs"), runtimeSource)
-  const spawnChild = () => spawn(ctx, source, versionDir)
-  const first = spawnChild()
+  const load = Protocol.encodeLine({ _tag: "Load", entrypoint: source.entrypoint })
+  const version = new SandboxedVersion(ctx, source, versionDir, (owner) => spawn(ctx, source, versionDir, owner), load)
+  const first = version.spawnFirst()
   let bundled: string
   try {
     bundled = await bundle(source)
   } catch (error) {
-    first.fail("Cancelled", "its package did not compile")
-    ctx.dirs.remove(versionDir)
+    version.discard()
     throw error
   }
   writeShipped(path.join(versionDir, "tool.mjs"), bundled)
-  const load = Protocol.encodeLine({ _tag: "Load", entrypoint: source.entrypoint })
-  return finishActivation(ctx, source, versionDir, first, spawnChild, load, source.entryFile)
+  await version.activate(first, source.entryFile)
+  return version
 }
 
-const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: string): JsonLinesChild =>
-  ctx.spawn(source, (childDir, marker) => {
+const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: string, owner: ChildOwner): JsonLinesChild =>
+  ctx.spawn(source, owner, (childDir, marker) => {
     const pkg = ctx.mount("pkg", versionDir, false)
     const work = ctx.mount("work", ctx.dirs.private(childDir, "work"), true)
     const memory = ctx.config.limits.memoryMiB
@@ -75,19 +90,3 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
       wrap: (proc, hooks) => new JsonLinesChild(proc, hooks)
     }
   })
-
-/** The module the bundle's `tool`, `ToolExecutionMode` and `harness` come from: the child runtime's. */
-const Bindings = `const runtime = globalThis[Symbol.for("jitbox.sandbox.runtime")]
-export const tool = runtime.tool
-export const ToolExecutionMode = runtime.ToolExecutionMode
-export const harness = runtime.harness
-`
-
-/**
- * Bundles the package for a sandboxed child. Rejects with `PackageError` (`MissingFile`,
- * `CompileError` or `ImportError`) naming the file.
- *
- * @since 0.1.0 @category compiling
- */
-export const bundle = (source: CodeRunner.CodeSource): Promise<string> =>
-  CodeBundle.bundle(source, { bindings: Bindings, moduleRoot: undefined })

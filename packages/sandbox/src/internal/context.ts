@@ -12,6 +12,14 @@ import type { ChildBase, ChildHooks } from "./child.js"
 import { Directories } from "./dirs.js"
 import * as Spawn from "./spawn.js"
 
+/** What owns a child besides the pool: the activation it serves. */
+export interface ChildOwner {
+  /** The child has nothing to run (it just loaded, or finished an invocation). */
+  readonly onIdle: (child: ChildBase) => void
+  /** The child is dead; it never serves again. */
+  readonly onDead: (child: ChildBase) => void
+}
+
 export class RunnerContext {
   /** Prefix of every child's marker value. */
   readonly id = randomBytes(6).toString("hex")
@@ -28,10 +36,13 @@ export class RunnerContext {
 
   /**
    * Spawns a child in a fresh private directory and registers it with the pool. `build` receives
-   * the child directory and returns the launch plus how to wrap the process.
+   * the child directory and returns the launch plus how to wrap the process. `owner` hears first
+   * when the child is idle (it may hand it the next invocation), then the pool (which may evict
+   * other idle children).
    */
   spawn<C extends ChildBase>(
     source: CodeRunner.CodeSource,
+    owner: ChildOwner,
     build: (childDir: string, marker: string) => {
       readonly launch: Spawn.Launch
       readonly wrap: (proc: ChildProcessWithoutNullStreams, hooks: ChildHooks) => C
@@ -45,8 +56,14 @@ export class RunnerContext {
       versionId: source.versionId,
       config: this.config,
       sweepMarker: this.iso.bwrap === undefined ? marker : undefined,
-      onIdle: (child) => this.pool.idle(child),
-      onDead: (child) => this.pool.delete(child),
+      onIdle: (child) => {
+        owner.onIdle(child)
+        this.pool.idle(child)
+      },
+      onDead: (child) => {
+        this.pool.delete(child)
+        owner.onDead(child)
+      },
       onExit: () => this.dirs.remove(childDir)
     }
     const child = wrap(Spawn.launch(this.iso, this.config, launch), hooks)
