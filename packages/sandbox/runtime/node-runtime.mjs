@@ -36,13 +36,33 @@ const tool = (definition, handler) => {
   return Object.freeze({ [TOOL]: true, definition, handler })
 }
 
-const errorType = (error) => {
-  if (error instanceof Error) {
-    return error.name !== "Error" ? error.name : (error.constructor?.name ?? "Error")
+// The type name and message of a thrown value, read as core's ThrownValue reads them in process,
+// so a failure is classified the same in both execution modes.
+const errorType = (thrown) => {
+  try {
+    if (typeof thrown === "object" && thrown !== null) {
+      if (thrown._tag === "ToolFailure" && typeof thrown.errorType === "string") return thrown.errorType
+      const tag = thrown._tag
+      if (typeof tag === "string" && tag !== "") return tag
+      if (thrown instanceof Error) {
+        const name = thrown.name
+        if (typeof name === "string" && name !== "" && name !== "Error") return name
+        return thrown.constructor?.name || "Error"
+      }
+      return thrown.constructor?.name || "Object"
+    }
+    return thrown === null ? "null" : typeof thrown
+  } catch {
+    return "Unknown"
   }
-  return error === null ? "null" : typeof error === "object" ? (error.constructor?.name ?? "Object") : typeof error
 }
-const errorMessage = (error) => error instanceof Error ? error.message : String(error)
+const errorMessage = (thrown) => {
+  try {
+    return thrown instanceof Error ? String(thrown.message) : String(thrown)
+  } catch {
+    return "(the thrown value could not be formatted)"
+  }
+}
 
 let nextRequest = 0
 const calls = new Map()

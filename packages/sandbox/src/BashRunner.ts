@@ -6,17 +6,17 @@
  * The child is `bash --norc --noprofile runtime/bash-driver.sh` (never `bash -c` over pipes, which
  * reads ~/.bashrc on Debian). The driver checks that main.sh parses (`CompileError` with its line),
  * then runs each invocation in a pre-forked subshell in its own process group, so the fork is off
- * the invocation's path and whatever the script leaves running is killed when it returns.
+ * the invocation's path and whatever the script leaves running is killed when it returns. As for
+ * every language, concurrent invocations of a version run in separate warm children.
  *
  * @since 0.1.0
  */
-import type { SandboxedCode } from "./internal/version.js"
 import type { CodeRunner } from "@jitbox/core"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { BashChild } from "./internal/bashChild.js"
-import type { RunnerContext } from "./internal/context.js"
-import { finishActivation, packageError, writeShipped } from "./internal/version.js"
+import type { ChildOwner, RunnerContext } from "./internal/context.js"
+import { packageError, SandboxedVersion, writeShipped } from "./internal/version.js"
 
 /** @since 0.1.0 @category constants */
 export const languages: ReadonlyArray<CodeRunner.CodeSource["language"]> = ["bash"]
@@ -31,7 +31,7 @@ let driverSource: string | undefined
  *
  * @since 0.1.0 @category running
  */
-export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<SandboxedCode> => {
+export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<SandboxedVersion<BashChild>> => {
   const bash = ctx.iso.bash
   if (bash === undefined) throw packageError(source, "NoRunner", undefined, `${ctx.config.bashPath} not found`)
   driverSource ??= fs.readFileSync(driverFile, "utf8")
@@ -46,13 +46,14 @@ export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource
     ctx.dirs.remove(versionDir)
     throw packageError(source, "InvalidPath", undefined, `cannot write the package: ${(error as Error).message}`)
   }
-  const spawnChild = () => spawn(ctx, source, versionDir, bash)
-  return finishActivation(ctx, source, versionDir, spawnChild(), spawnChild, undefined, "main.sh")
+  const version = new SandboxedVersion(ctx, source, versionDir, (owner) => spawn(ctx, source, versionDir, bash, owner), undefined)
+  await version.activate(version.spawnFirst(), "main.sh")
+  return version
 }
 
-const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: string, bash: string): BashChild => {
+const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: string, bash: string, owner: ChildOwner): BashChild => {
   let files: { input: string; output: string } | undefined
-  return ctx.spawn(source, (childDir, marker) => {
+  return ctx.spawn(source, owner, (childDir, marker) => {
     const pkg = ctx.mount("pkg", versionDir, false)
     const work = ctx.mount("work", ctx.dirs.private(childDir, "work"), true)
     const out = ctx.mount("out", ctx.dirs.private(childDir, "out"), true)

@@ -12,14 +12,13 @@
  *
  * @since 0.1.0
  */
-import type { SandboxedCode } from "./internal/version.js"
 import type { CodeRunner } from "@jitbox/core"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { JsonLinesChild } from "./internal/child.js"
-import type { RunnerContext } from "./internal/context.js"
-import { finishActivation, packageError, writeShipped } from "./internal/version.js"
+import type { ChildOwner, RunnerContext } from "./internal/context.js"
+import { packageError, SandboxedVersion, writeShipped } from "./internal/version.js"
 import * as Protocol from "./Protocol.js"
 
 /** @since 0.1.0 @category constants */
@@ -86,7 +85,7 @@ const shippedRunner = (ctx: RunnerContext, python: string, cacheTag: string): Pr
  *
  * @since 0.1.0 @category running
  */
-export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<SandboxedCode> => {
+export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<SandboxedVersion<JsonLinesChild>> => {
   const python = ctx.iso.python
   if (python === undefined) throw packageError(source, "NoRunner", undefined, ctx.iso.pythonDetail)
   if (!Object.prototype.hasOwnProperty.call(source.files, "__init__.py")) {
@@ -110,13 +109,20 @@ export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource
     ctx.dirs.remove(versionDir)
     throw packageError(source, "InvalidPath", undefined, `cannot write the package: ${(error as Error).message}`)
   }
-  const spawnChild = () => spawn(ctx, source, versionDir, python.path)
   const load = Protocol.encodeLine({ _tag: "Load", entrypoint: source.entrypoint })
-  return finishActivation(ctx, source, versionDir, spawnChild(), spawnChild, load, "__init__.py")
+  const version = new SandboxedVersion(ctx, source, versionDir, (owner) => spawn(ctx, source, versionDir, python.path, owner), load)
+  await version.activate(version.spawnFirst(), "__init__.py")
+  return version
 }
 
-const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: string, python: string): JsonLinesChild =>
-  ctx.spawn(source, (childDir, marker) => {
+const spawn = (
+  ctx: RunnerContext,
+  source: CodeRunner.CodeSource,
+  versionDir: string,
+  python: string,
+  owner: ChildOwner
+): JsonLinesChild =>
+  ctx.spawn(source, owner, (childDir, marker) => {
     const pkg = ctx.mount("pkg", versionDir, false)
     const work = ctx.mount("work", ctx.dirs.private(childDir, "work"), true)
     return {

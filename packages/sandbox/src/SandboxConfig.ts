@@ -26,11 +26,19 @@ export interface SandboxLimits {
 
 /** @since 0.1.0 @category models */
 export interface SandboxOptions {
-  /** Wall-clock limit of one invocation (D-22). Default 1,800 s: 003's invocationTimeoutSeconds, the only bound on a sandboxed call without a policy (D-21); a harness policy adds its shorter timeout on top. */
+  /**
+   * Wall-clock limit of one invocation (D-22), waiting for a child included. Default 1,800 s: 003's
+   * invocationTimeoutSeconds, the only bound on a sandboxed call without a policy (D-21). A call's
+   * own `deadline` (its `CallContext`, set by a harness policy) bounds it too: whichever comes first.
+   */
   readonly shortTimeoutSeconds?: number | undefined
   /** Wall-clock limit of activation (spawn + import + metadata). Default: `shortTimeoutSeconds`. */
   readonly activationTimeoutSeconds?: number | undefined
-  /** Warm children kept at most (003 `maximumRuntimeEnvironments`, 1–16, default 2). See `WarmPool`. */
+  /**
+   * 003 `maximumRuntimeEnvironments` (1–16, default 2): idle warm children kept at most, across
+   * every activation, and children running one activation's top-level invocations at once (a
+   * nested invocation may start one more; see `WarmPool`).
+   */
   readonly maximumRuntimeEnvironments?: number | undefined
   readonly limits?: Partial<SandboxLimits> | undefined
   /** Extra environment variables for every child, passed explicitly. Nothing else is inherited. */
@@ -51,6 +59,12 @@ export interface SandboxOptions {
   readonly onLog?: ((entry: LogEntry) => void) | undefined
   /** Printed bytes one child may emit while busy before it is killed with `OutputTooLarge`. Default 1 MiB. */
   readonly maxLogBytes?: number | undefined
+  /**
+   * The clock a call's `deadline` (epoch milliseconds by the harness's clock) is read against.
+   * Default: the wall clock. Give the harness's clock (core's `HarnessClock`) when it is not the
+   * wall clock, e.g. Effect's `TestClock`, so a deadline means the same here as there.
+   */
+  readonly clock?: { readonly now: () => number } | undefined
 }
 
 /** @since 0.1.0 @category models */
@@ -76,6 +90,7 @@ export interface SandboxConfig {
   readonly tmpDir: string
   readonly onLog: ((entry: LogEntry) => void) | undefined
   readonly maxLogBytes: number
+  readonly clock: { readonly now: () => number }
 }
 
 /** @since 0.1.0 @category constants */
@@ -125,9 +140,12 @@ export const make = (options: SandboxOptions = {}): SandboxConfig => {
     pythonSite: options.pythonSite ?? false,
     tmpDir: options.tmpDir ?? os.tmpdir(),
     onLog: options.onLog,
-    maxLogBytes: options.maxLogBytes ?? 1024 * 1024
+    maxLogBytes: options.maxLogBytes ?? 1024 * 1024,
+    clock: options.clock ?? wallClock
   }
 }
+
+const wallClock = { now: Date.now }
 
 const positive = (name: string, value: number): number => {
   if (!(typeof value === "number" && Number.isFinite(value) && value > 0)) {

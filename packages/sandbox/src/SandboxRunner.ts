@@ -1,11 +1,15 @@
 /**
- * The subprocess layer of core's `CodeRunner`: routes each package to the Node, Python or Bash
- * runner, shares one warm pool and one set of detected isolation layers between them, and kills
- * every child when it closes (or when its scope closes, through `layer`).
+ * The subprocess implementation of core's `CodeRunner`: `activate(source, host)` routes each
+ * package to the Node, Python or Bash runner and answers its metadata; `invoke(invocation, signal)`
+ * runs the activation named by id in one of its warm children, one invocation per child, so a
+ * timeout or a cancellation kills the process group of exactly that invocation; `release(id)` ends
+ * an activation once its invocations are done. A child's nested `harness.callTool` goes to the
+ * activation's `CallHost`, naming the call id of the invocation that child runs, from the host's
+ * own record. The runner shares one warm pool and one detected `Isolation` between its languages
+ * and kills every child when it closes (or when its scope closes, through `layer`).
  *
  * @since 0.1.0
  */
-import type { SandboxedCode } from "./internal/version.js"
 import { CodeRunner, HarnessError } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -13,24 +17,50 @@ import type * as Scope from "effect/Scope"
 import * as BashRunner from "./BashRunner.js"
 import { RunnerContext } from "./internal/context.js"
 import { killMarked, markedProcesses } from "./internal/spawn.js"
+import type { Activated } from "./internal/version.js"
+import * as Isolation from "./Isolation.js"
 import * as NodeRunner from "./NodeRunner.js"
 import * as PythonRunner from "./PythonRunner.js"
 import * as SandboxConfig from "./SandboxConfig.js"
-import * as SandboxLayers from "./SandboxLayers.js"
 import { WarmPool } from "./WarmPool.js"
 
 /** @since 0.1.0 @category models */
 export interface SandboxRunner extends CodeRunner.CodeRunnerShape {
-  /** Activation, as core's `CodeRunner`; a sandboxed `invoke` always answers a promise. */
-  readonly activate: (source: CodeRunner.CodeSource) => Promise<SandboxedCode>
+  /** As core's `CodeRunner`; a sandboxed `invoke` always answers a promise. */
+  readonly invoke: (invocation: CodeRunner.Invocation, signal: AbortSignal | undefined) => Promise<unknown>
   /** The isolation layers active for this runner's children. */
-  readonly isolation: ReadonlyArray<SandboxLayers.LayerReport>
-  /** Live children in the warm pool. */
+  readonly isolation: ReadonlyArray<Isolation.LayerReport>
+  /** Live children in the warm pool, of every activation: starting, busy or idle. */
   readonly poolSize: () => number
   /** Pids of every live process started by this runner (children and their descendants). */
   readonly processes: () => Array<number>
   /** Kills every child, waits for them, removes the runner's directories. Idempotent. */
   readonly close: () => Promise<void>
+}
+
+interface Activation {
+  readonly version: Activated
+  readonly host: CodeRunner.CallHost
+}
+
+/**
+ * What to do at process exit for every runner not yet closed: kill its children, remove its
+ * directories. One `exit` listener serves them all (one per runner would trip Node's
+ * `MaxListenersExceededWarning` past ten runners); it is registered while any runner is open.
+ */
+const exitHooks = new Set<() => void>()
+
+const runExitHooks = () => {
+  for (const hook of exitHooks) hook()
+}
+
+const onProcessExit = (hook: () => void): void => {
+  if (exitHooks.size === 0) process.on("exit", runExitHooks)
+  exitHooks.add(hook)
+}
+
+const offProcessExit = (hook: () => void): void => {
+  if (exitHooks.delete(hook) && exitHooks.size === 0) process.removeListener("exit", runExitHooks)
 }
 
 /**
@@ -41,7 +71,7 @@ export interface SandboxRunner extends CodeRunner.CodeRunnerShape {
  */
 export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
   const config = SandboxConfig.make(options)
-  const iso = SandboxLayers.detect(config)
+  const iso = Isolation.detect(config)
   const pool = new WarmPool(config.maximumRuntimeEnvironments)
   const ctx = new RunnerContext(config, iso, pool)
   const languages: Array<CodeRunner.CodeSource["language"]> = [...NodeRunner.languages]
@@ -51,13 +81,43 @@ export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
     void pool.close(0)
     ctx.dirs.removeSync(ctx.dirs.root)
   }
-  process.once("exit", onExit)
+  onProcessExit(onExit)
   let closing: Promise<void> | undefined
+  const activations = new Map<string, Activation>()
+  /** Ids of activations under way, so an id is live at most once. */
+  const activating = new Set<string>()
 
-  const activate = (source: CodeRunner.CodeSource): Promise<SandboxedCode> => {
-    if (pool.isClosed) {
-      return Promise.reject(new HarnessError.PackageError({ name: source.toolName, reason: "NoRunner", detail: "the sandbox runner is closed" }))
+  const closed = (source: CodeRunner.CodeSource) =>
+    new HarnessError.PackageError({ name: source.toolName, reason: "NoRunner", detail: "the sandbox runner is closed" })
+
+  const activate = async (source: CodeRunner.CodeSource, host: CodeRunner.CallHost): Promise<CodeRunner.CodeToolMetadata> => {
+    if (pool.isClosed) throw closed(source)
+    if (activations.has(source.activationId) || activating.has(source.activationId)) {
+      throw new HarnessError.PackageError({
+        name: source.toolName,
+        reason: "ActivationError",
+        detail: `activation id '${source.activationId}' is already live in this runner`
+      })
     }
+    let version: Activated
+    activating.add(source.activationId)
+    try {
+      version = await start(source)
+    } catch (error) {
+      // closing removed what the activation was writing, or killed its child
+      throw pool.isClosed ? closed(source) : error
+    } finally {
+      activating.delete(source.activationId)
+    }
+    if (pool.isClosed) {
+      version.discard()
+      throw closed(source)
+    }
+    activations.set(source.activationId, { version, host })
+    return version.metadata
+  }
+
+  const start = (source: CodeRunner.CodeSource): Promise<Activated> => {
     switch (source.language) {
       case "javascript":
       case "typescript":
@@ -77,15 +137,41 @@ export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
     }
   }
 
+  const invoke = (invocation: CodeRunner.Invocation, signal: AbortSignal | undefined): Promise<unknown> => {
+    const activation = activations.get(invocation.activationId)
+    if (activation === undefined) {
+      return Promise.reject(
+        new HarnessError.PackageError({
+          name: invocation.toolName,
+          reason: "NoRunner",
+          detail: `activation ${invocation.activationId} is not live here (released, or the runner was closed)`
+        })
+      )
+    }
+    return activation.version.invoke(invocation, signal, activation.host)
+  }
+
+  const release = (activationId: string): Promise<void> => {
+    const activation = activations.get(activationId)
+    if (activation === undefined) return Promise.resolve()
+    activations.delete(activationId)
+    return activation.version.release()
+  }
+
   return {
     languages,
     activate,
-    isolation: SandboxLayers.report(config, iso),
+    invoke,
+    release,
+    isolation: Isolation.report(config, iso),
     poolSize: () => pool.size,
     processes: () => markedProcesses(`${ctx.id}:`),
     close: () => {
-      closing ??= pool.close().then(() => untilGone(`${ctx.id}:`)).then(() => {
-        process.removeListener("exit", onExit)
+      if (closing !== undefined) return closing
+      for (const activation of activations.values()) activation.version.close()
+      activations.clear()
+      closing = pool.close().then(() => untilGone(`${ctx.id}:`)).then(() => {
+        offProcessExit(onExit)
         ctx.dirs.removeSync(ctx.dirs.root)
       })
       return closing

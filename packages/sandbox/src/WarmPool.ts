@@ -1,19 +1,31 @@
 /**
- * Warm children, one per (language, package version), reused across invocations so module state
- * persists and only the first call (or the first after an eviction or a crash) pays a cold start.
+ * The warm children of one runner, and the bound on idle ones.
  *
- * Concurrency: invocations of one version are **multiplexed in its one child**. A Node child runs
- * them concurrently (each knows its invocation through AsyncLocalStorage); a Python child runs
- * `async def` tools concurrently on one asyncio loop and `def` tools one at a time (a nested call to
- * the same version runs re-entrantly while the outer one waits in `call_tool_sync`); a Bash child
- * queues them. One consequence: a timeout or cancellation kills the child, so the other invocations
- * in flight in that child fail with `SandboxError` reason `ChildExited`.
+ * **One invocation per child.** Each activation (one package version in one session) has its own
+ * warm children, and a child runs one invocation at a time. A timeout or a cancellation SIGKILLs
+ * the process group of the child it was for, so it ends exactly that invocation: the others of the
+ * same version run on in their own children.
  *
- * The bound (`maximumRuntimeEnvironments`) is strict for idle children and soft for busy ones:
- * starting a child first evicts the least recently used idle children, but a busy child is never
- * killed to make room, because a composed call (A awaits B awaits C) needs every child on its
- * path alive; waiting for a slot would deadlock it. Surplus children are evicted as soon as they
- * are idle.
+ * **Which child.** An invocation takes its activation's most recently used idle child. With none
+ * idle it starts a new one, unless it is a top-level call (no parent call) and the activation
+ * already has `maximumRuntimeEnvironments` children (starting, busy or idle): then it waits, first
+ * come first served, for one of them to finish (within its own timeout, deadline and signal). A
+ * nested call never waits: if A's invocation calls A again (A → A, or A → B → A), A's busy
+ * children may be exactly the ones waiting for that call, so it starts one more child, beyond the
+ * bound. Every busy child then belongs to a chain of calls that can finish, and nothing deadlocks.
+ *
+ * **Idle children** are kept at most `maximumRuntimeEnvironments` across the runner: starting a
+ * child first evicts the least recently used idle ones, and a child that becomes idle trims the
+ * surplus. A busy child is never killed to make room, because a composed call (A awaits B awaits
+ * C) needs every child on its path alive; so busy children may exceed the bound for a while.
+ *
+ * **Module state** lives per child: a child imports the package once, and what its module keeps
+ * is seen by the invocations that run in that child. Sequential calls usually reuse one child
+ * (most recently used first); concurrent calls run in different children, each with its own
+ * state. It starts over whenever a child is replaced: evicted from the pool, retired near its CPU
+ * limit, killed by a timeout, a cancellation, a crash or a resource limit, or when the activation
+ * is released. (In the trusted mode, one module instance serves every invocation of an
+ * activation, concurrent ones included, until it is released.)
  *
  * @since 0.1.0
  */

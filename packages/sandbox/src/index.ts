@@ -6,6 +6,11 @@ export * as BashRunner from "./BashRunner.js"
 /**
  * @since 0.1.0
  */
+export * as Isolation from "./Isolation.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as NodeRunner from "./NodeRunner.js"
 
 /**
@@ -31,12 +36,12 @@ export * as SandboxError from "./SandboxError.js"
 /**
  * @since 0.1.0
  */
-export * as SandboxLayers from "./SandboxLayers.js"
+export * as SandboxRunner from "./SandboxRunner.js"
 
 /**
  * @since 0.1.0
  */
-export * as SandboxRunner from "./SandboxRunner.js"
+export * as ToolError from "./ToolError.js"
 
 /**
  * @since 0.1.0

@@ -1,8 +1,9 @@
 import { HarnessError } from "@jitbox/core"
 import * as fs from "node:fs"
 import { afterAll, describe, expect, it } from "vitest"
-import { SandboxError, SandboxRunner } from "../src/index.js"
-import { context, rejection, source, testOptions } from "./helpers.js"
+import * as ThrownValue from "../../core/src/ThrownValue.js"
+import { SandboxError, SandboxRunner, ToolError } from "../src/index.js"
+import { activate, host, rejection, source, testOptions } from "./helpers.js"
 
 const runner = SandboxRunner.make(testOptions)
 afterAll(() => runner.close())
@@ -11,7 +12,7 @@ const sh = (lines: ReadonlyArray<string>) => lines.join("\n") + "\n"
 
 describe("BashRunner", () => {
   it("reads one JSON value on stdin, writes one on stdout, declares no metadata", async () => {
-    const code = await runner.activate(source("bash", {
+    const code = await activate(runner, source("bash", {
       "main.sh": sh([
         "IFS= read -r -d '' input",
         "source ./lib/quote.sh 2>/dev/null || source \"${BASH_SOURCE%/*}/lib/quote.sh\"",
@@ -20,13 +21,13 @@ describe("BashRunner", () => {
       "lib/quote.sh": "quote() { printf '\"%s\"' \"$1\"; }\n"
     }, { entrypoint: "" }))
     expect(code.metadata).toEqual({})
-    expect(await code.invoke({ a: [1, 2] }, context())).toEqual({ input: { a: [1, 2] }, quoted: "hello" })
-    expect(await code.invoke({ b: "two words" }, context())).toEqual({ input: { b: "two words" }, quoted: "hello" })
+    expect(await code.invoke({ a: [1, 2] })).toEqual({ input: { a: [1, 2] }, quoted: "hello" })
+    expect(await code.invoke({ b: "two words" })).toEqual({ input: { b: "two words" }, quoted: "hello" })
     await code.dispose()
   })
 
   it("runs each invocation in a fresh subshell: no state leaks, exit and exec behave as in a script", async () => {
-    const code = await runner.activate(source("bash", {
+    const code = await activate(runner, source("bash", {
       "main.sh": sh([
         "count=$((count + 1))",
         "mode=$(cat)",
@@ -38,29 +39,29 @@ describe("BashRunner", () => {
         "echo \"$count\""
       ])
     }))
-    expect(await code.invoke("plain", context())).toBe(1)
-    expect(await code.invoke("plain", context())).toBe(1)
-    expect(await code.invoke("exit", context())).toBe("exited")
-    expect(await code.invoke("exec", context())).toBe("exec")
-    expect(await code.invoke("untrap", context())).toBe("untrapped")
-    expect(await code.invoke("plain", context())).toBe(1)
+    expect(await code.invoke("plain")).toBe(1)
+    expect(await code.invoke("plain")).toBe(1)
+    expect(await code.invoke("exit")).toBe("exited")
+    expect(await code.invoke("exec")).toBe("exec")
+    expect(await code.invoke("untrap")).toBe("untrapped")
+    expect(await code.invoke("plain")).toBe(1)
     await code.dispose()
   })
 
   it("a syntax error in main.sh is a CompileError with its line", async () => {
-    const error = await rejection(runner.activate(source("bash", { "main.sh": sh(["echo 1", "if true; then", "  echo 2", "fi fi"]) })))
+    const error = await rejection(runner.activate(source("bash", { "main.sh": sh(["echo 1", "if true; then", "  echo 2", "fi fi"]) }), host()))
     expect(error).toBeInstanceOf(HarnessError.PackageError)
     expect([error.reason, error.path]).toEqual(["CompileError", "main.sh"])
     expect(error.detail).toMatch(/main\.sh line 4: syntax error/)
   })
 
   it("a package without main.sh is MissingEntrypoint", async () => {
-    const error = await rejection(runner.activate(source("bash", { "other.sh": "echo 1\n" })))
+    const error = await rejection(runner.activate(source("bash", { "other.sh": "echo 1\n" }), host()))
     expect([error.reason, error.path]).toEqual(["MissingEntrypoint", "main.sh"])
   })
 
   it("anything but exactly one JSON value on stdout is a typed error (JT-CTR-06)", async () => {
-    const code = await runner.activate(source("bash", {
+    const code = await activate(runner, source("bash", {
       "main.sh": sh([
         "mode=$(cat)",
         "case $mode in",
@@ -73,20 +74,20 @@ describe("BashRunner", () => {
       ])
     }))
     for (const mode of ["two", "text", "none"]) {
-      const error = await rejection(code.invoke(mode, context()))
+      const error = await rejection(code.invoke(mode))
       expect(error).toBeInstanceOf(SandboxError.SandboxError)
       expect(error.reason).toBe("ProtocolViolation")
     }
-    const failed = await rejection(code.invoke("fail", context()))
-    expect(failed).toBeInstanceOf(HarnessError.ToolFailure)
-    expect(failed.errorType).toBe("NonZeroExit")
-    expect(failed.message).toContain("status 3: something broke")
-    expect(await code.invoke("ok", context())).toEqual([1, 2])
+    const failed = await rejection(code.invoke("fail"))
+    expect(failed).toBeInstanceOf(ToolError.ToolError)
+    expect(ThrownValue.errorType(failed)).toBe("NonZeroExit")
+    expect(ThrownValue.message(failed)).toContain("status 3: something broke")
+    expect(await code.invoke("ok")).toEqual([1, 2])
     await code.dispose()
   })
 
   it("kills what a script leaves running in the background when it returns", async () => {
-    const code = await runner.activate(source("bash", {
+    const code = await activate(runner, source("bash", {
       "main.sh": sh([
         "left=0",
         "for p in /proc/[0-9]*; do [[ -r $p/cmdline ]] && [[ $(tr '\\0' ' ' < $p/cmdline) == 'sleep 60 '* ]] && left=$((left + 1)); done",
@@ -96,8 +97,8 @@ describe("BashRunner", () => {
       ])
     }))
     // the second run sees none of the first run's sleeps: they were killed before it started
-    expect(await code.invoke({}, context())).toBe(0)
-    expect(await code.invoke({}, context())).toBe(0)
+    expect(await code.invoke({})).toBe(0)
+    expect(await code.invoke({})).toBe(0)
     // and on the host, the last run's sleeps go too while the child itself stays warm
     const sleeps = () =>
       runner.processes().filter((pid) => {
@@ -114,10 +115,11 @@ describe("BashRunner", () => {
     await code.dispose()
   })
 
-  it("queues concurrent invocations of one version", async () => {
-    const code = await runner.activate(source("bash", { "main.sh": sh(["IFS= read -r x", "sleep 0.05", "echo \"$x\""]) }))
-    const results = await Promise.all([1, 2, 3].map((n) => code.invoke(n, context())))
-    expect(results).toEqual([1, 2, 3])
+  it("runs concurrent invocations of one version in separate children", async () => {
+    const code = await activate(runner, source("bash", { "main.sh": sh(["IFS= read -r x", "sleep 0.05", "printf '[%s, \"%s\"]' \"$x\" \"$JITBOX_SANDBOX_CHILD\""]) }))
+    const results = await Promise.all([1, 2].map((n) => code.invoke(n))) as Array<[number, string]>
+    expect(results.map(([n]) => n)).toEqual([1, 2])
+    expect(new Set(results.map(([, child]) => child)).size).toBe(2)
     await code.dispose()
   })
 })

@@ -1,14 +1,15 @@
 import { HarnessError } from "@jitbox/core"
 import { afterAll, describe, expect, it } from "vitest"
-import { SandboxError, SandboxRunner } from "../src/index.js"
-import { context, type RecordedCall, rejection, source, testOptions } from "./helpers.js"
+import * as ThrownValue from "../../core/src/ThrownValue.js"
+import { SandboxError, SandboxRunner, ToolError } from "../src/index.js"
+import { activate, host, type RecordedCall, rejection, source, testOptions } from "./helpers.js"
 
 const runner = SandboxRunner.make(testOptions)
 afterAll(() => runner.close())
 
 describe("NodeRunner", () => {
   it("activates a TypeScript package with sub-folders, reports metadata and keeps module state warm", async () => {
-    const code = await runner.activate(source("typescript", {
+    const code = await activate(runner, source("typescript", {
       "index.ts": [
         `import { double } from "./lib/math.js"`,
         `import { label } from "./lib/text"`,
@@ -30,13 +31,13 @@ describe("NodeRunner", () => {
       parameters: { type: "object", properties: { x: { type: "number" } }, required: ["x"] },
       executionMode: "serial"
     })
-    expect(await code.invoke({ x: 2 }, context())).toEqual({ value: 4, label: "x=2", calls: 1 })
-    expect(await code.invoke({ x: 5 }, context())).toEqual({ value: 10, label: "x=5", calls: 2 })
+    expect(await code.invoke({ x: 2 })).toEqual({ value: 4, label: "x=2", calls: 1 })
+    expect(await code.invoke({ x: 5 })).toEqual({ value: 10, label: "x=5", calls: 2 })
     await code.dispose()
   })
 
   it("runs JavaScript, async handlers and handlers that return nothing", async () => {
-    const code = await runner.activate(source("javascript", {
+    const code = await activate(runner, source("javascript", {
       "index.js": [
         `export const main = tool({ description: "d", guidelines: "g" }, async (args, ctx) => {`,
         `  await new Promise((resolve) => setTimeout(resolve, 5))`,
@@ -46,35 +47,40 @@ describe("NodeRunner", () => {
       ].join("\n")
     }))
     expect(code.metadata).toEqual({ description: "d", guidelines: "g" })
-    expect(await code.invoke({}, context({ callId: "c-7", depth: 3 }))).toEqual({ callId: "c-7", depth: 3, harnessCallId: "c-7" })
-    expect(await code.invoke({ nothing: true }, context())).toBeNull()
+    expect(await code.invoke({}, { callId: "c-7", depth: 3 })).toEqual({ callId: "c-7", depth: 3, harnessCallId: "c-7" })
+    expect(await code.invoke({ nothing: true })).toBeNull()
     await code.dispose()
   })
 
-  it("returns a thrown error as a ToolFailure carrying the child-side type name", async () => {
-    const code = await runner.activate(source("javascript", {
+  it("rejects with what the tool threw, classified as in process: its type name and its message", async () => {
+    const code = await activate(runner, source("javascript", {
       "index.js": [
         `class QuotaError extends Error {}`,
         `export const main = tool({ description: "d" }, (args) => {`,
         `  if (args.kind === "type") null.x`,
         `  if (args.kind === "custom") throw new QuotaError("over quota")`,
+        `  if (args.kind === "plain") throw new Error("plain")`,
+        `  if (args.kind === "string") throw "a string"`,
         `  throw new RangeError("out of range")`,
         `})`
       ].join("\n")
     }))
-    const typeError = await rejection(code.invoke({ kind: "type" }, context()))
-    expect(typeError).toBeInstanceOf(HarnessError.ToolFailure)
-    expect(typeError.errorType).toBe("TypeError")
-    expect((await rejection(code.invoke({ kind: "custom" }, context()))).errorType).toBe("QuotaError")
-    const range = await rejection(code.invoke({}, context()))
-    expect(range.errorType).toBe("RangeError")
-    expect(range.message).toBe("out of range")
+    const classified = async (kind: string) => {
+      const error = await rejection(code.invoke({ kind }))
+      expect(error).toBeInstanceOf(ToolError.ToolError)
+      return [ThrownValue.errorType(error), ThrownValue.message(error)]
+    }
+    expect((await classified("type"))[0]).toBe("TypeError")
+    expect(await classified("custom")).toEqual(["QuotaError", "over quota"])
+    expect(await classified("plain")).toEqual(["Error", "plain"])
+    expect((await classified("string"))[0]).toBe("string")
+    expect(await classified("range")).toEqual(["RangeError", "out of range"])
     await code.dispose()
   })
 
   describe("load errors are typed and name the file", () => {
     const loadError = async (files: Record<string, string>, entrypoint = "main") => {
-      const error = await rejection(runner.activate(source("typescript", files, { entrypoint })))
+      const error = await rejection(runner.activate(source("typescript", files, { entrypoint }), host()))
       expect(error).toBeInstanceOf(HarnessError.PackageError)
       return error as HarnessError.PackageError
     }
@@ -138,8 +144,10 @@ describe("NodeRunner", () => {
   })
 
   describe("composition", () => {
-    it("forwards harness.callTool to the invocation's own context, after awaits too", async () => {
-      const code = await runner.activate(source("typescript", {
+    it("forwards harness.callTool to the host, naming the call id of the invocation it came from, after awaits too", async () => {
+      const calls: Array<RecordedCall> = []
+      const answer = (name: string, args: any) => name === "add" ? args.left + args.right : `#${args.value}`
+      const code = await activate(runner, source("typescript", {
         "index.ts": [
           `export const main = tool({ description: "d" }, async (args: { n: number }) => {`,
           `  await new Promise((resolve) => setTimeout(resolve, 10 * args.n))`,
@@ -149,62 +157,66 @@ describe("NodeRunner", () => {
           `  return { first, second }`,
           `})`
         ].join("\n")
-      }))
-      const calls: Array<RecordedCall> = []
-      const answer = (name: string, args: any) => name === "add" ? args.left + args.right : `#${args.value}`
+      }), host({ calls, answer }))
       const [a, b] = await Promise.all([
-        code.invoke({ n: 3 }, context({ callId: "outer-a", depth: 1, calls, answer })),
-        code.invoke({ n: 1 }, context({ callId: "outer-b", depth: 4, calls, answer }))
+        code.invoke({ n: 3 }, { callId: "outer-a", depth: 1 }),
+        code.invoke({ n: 1 }, { callId: "outer-b", depth: 4 })
       ])
       expect(a).toEqual({ first: 6, second: "#6" })
       expect(b).toEqual({ first: 2, second: "#2" })
       const byParent = (id: string) => calls.filter((call) => call.parentCallId === id).map(({ args, name }) => ({ name, args }))
       expect(byParent("outer-a")).toEqual([{ name: "add", args: { left: 3, right: 3 } }, { name: "label", args: { value: 6 } }])
       expect(byParent("outer-b")).toEqual([{ name: "add", args: { left: 1, right: 1 } }, { name: "label", args: { value: 2 } }])
-      expect(calls.find((call) => call.parentCallId === "outer-b")?.depth).toBe(4)
+      expect(calls).toHaveLength(4)
       await code.dispose()
     })
 
     it("a failing nested call rejects inside the tool with the nested error type", async () => {
-      const code = await runner.activate(source("javascript", {
+      const code = await activate(runner, source("javascript", {
         "index.js": [
           `export const main = tool({ description: "d" }, async () => {`,
           `  try { await harness.callTool("missing", {}) } catch (error) { return { caught: error.name, message: error.message } }`,
           `})`
         ].join("\n")
-      }))
-      const result = await code.invoke({}, {
-        ...context(),
-        callTool: () => Promise.reject(new HarnessError.ToolNotFound({ name: "missing" }))
-      })
+      }), { sessionId: "session-1", callTool: () => Promise.reject(new HarnessError.ToolNotFound({ name: "missing" })) })
+      const result = await code.invoke({})
       expect(result).toEqual({ caught: "ToolNotFound", message: "no tool named 'missing' exists in this harness" })
       await code.dispose()
     })
 
+    it("a nested failure the tool lets propagate rejects with the host's own error", async () => {
+      const original = new HarnessError.ValidationError({ name: "strict", issues: "value must be >= 0" })
+      const code = await activate(runner, source("javascript", {
+        "index.js": `export const main = tool({ description: "d" }, async () => { await harness.callTool("strict", { value: -1 }) })`
+      }), { sessionId: "session-1", callTool: () => Promise.reject(original) })
+      expect(await rejection(code.invoke({}))).toBe(original)
+      await code.dispose()
+    })
+
     it("harness.callTool outside an invocation is refused", async () => {
-      const code = await runner.activate(source("javascript", {
+      const code = await activate(runner, source("javascript", {
         "index.js": [
           `let early`,
           `await harness.callTool("x", {}).catch((error) => { early = error.name })`,
           `export const main = tool({ description: "d" }, () => early)`
         ].join("\n")
       }))
-      expect(await code.invoke({}, context())).toBe("ToolRejected")
+      expect(await code.invoke({})).toBe("ToolRejected")
       await code.dispose()
     })
   })
 
   it("refuses arguments over 256 KiB and results over 256 KiB without killing the child", async () => {
-    const code = await runner.activate(source("javascript", {
+    const code = await activate(runner, source("javascript", {
       "index.js": `let n = 0\nexport const main = tool({ description: "d" }, (args) => args.big ? "x".repeat(262144) : ++n)`
     }))
-    expect(await code.invoke({}, context())).toBe(1)
-    const input = await rejection(code.invoke({ pad: "y".repeat(262144) }, context()))
+    expect(await code.invoke({})).toBe(1)
+    const input = await rejection(code.invoke({ pad: "y".repeat(262144) }))
     expect(input).toBeInstanceOf(SandboxError.SandboxError)
     expect(input.reason).toBe("InputTooLarge")
-    const output = await rejection(code.invoke({ big: true }, context()))
+    const output = await rejection(code.invoke({ big: true }))
     expect(output.reason).toBe("OutputTooLarge")
-    expect(await code.invoke({}, context())).toBe(2)
+    expect(await code.invoke({})).toBe(2)
     await code.dispose()
   })
 })

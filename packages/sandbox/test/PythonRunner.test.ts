@@ -1,8 +1,8 @@
-import type { CodeRunner } from "@jitbox/core"
 import { HarnessError } from "@jitbox/core"
 import { afterAll, describe, expect, it } from "vitest"
-import { SandboxRunner } from "../src/index.js"
-import { context, type RecordedCall, rejection, source, testOptions } from "./helpers.js"
+import * as ThrownValue from "../../core/src/ThrownValue.js"
+import { SandboxRunner, ToolError } from "../src/index.js"
+import { activate, host, MiniHarness, type RecordedCall, rejection, source, testOptions } from "./helpers.js"
 
 const runner = SandboxRunner.make(testOptions)
 afterAll(() => runner.close())
@@ -11,7 +11,7 @@ const py = (lines: ReadonlyArray<string>) => lines.join("\n") + "\n"
 
 describe("PythonRunner", () => {
   it("imports a package with relative imports and sub-packages, infers parameters and keeps module state", async () => {
-    const code = await runner.activate(source("python", {
+    const code = await activate(runner, source("python", {
       "__init__.py": py([
         "from .batch import summarize",
         "from .parsers.lines import split",
@@ -43,13 +43,13 @@ describe("PythonRunner", () => {
         additionalProperties: false
       }
     })
-    expect(await code.invoke({ text: "a\nbb" }, context())).toEqual({ summary: ["1:a", "2:bb"], calls: 1 })
-    expect(await code.invoke({ text: "ccc" }, context())).toEqual({ summary: ["3:ccc"], calls: 2 })
+    expect(await code.invoke({ text: "a\nbb" })).toEqual({ summary: ["1:a", "2:bb"], calls: 1 })
+    expect(await code.invoke({ text: "ccc" })).toEqual({ summary: ["3:ccc"], calls: 2 })
     await code.dispose()
   })
 
   it("takes explicit metadata, the call form of tool(...) and ToolExecutionMode", async () => {
-    const code = await runner.activate(source("python", {
+    const code = await activate(runner, source("python", {
       "__init__.py": py([
         "from jitbox import tool as jitbox_tool",
         "def handler(**args):",
@@ -59,12 +59,12 @@ describe("PythonRunner", () => {
       ])
     }))
     expect(code.metadata).toEqual({ description: "Lists keys", guidelines: "g", parameters: { type: "object" }, executionMode: "serial" })
-    expect(await code.invoke({ b: 1, a: 2 }, context())).toEqual(["a", "b"])
+    expect(await code.invoke({ b: 1, a: 2 })).toEqual(["a", "b"])
     await code.dispose()
   })
 
-  it("returns a raised exception as a ToolFailure with the Python type name", async () => {
-    const code = await runner.activate(source("python", {
+  it("rejects with what the tool raised, classified by its Python type name and message", async () => {
+    const code = await activate(runner, source("python", {
       "__init__.py": py([
         "class QuotaError(Exception):",
         "    pass",
@@ -79,19 +79,20 @@ describe("PythonRunner", () => {
         "    return {1, 2}"
       ])
     }))
-    const value = await rejection(code.invoke({ kind: "value" }, context()))
-    expect(value).toBeInstanceOf(HarnessError.ToolFailure)
-    expect([value.errorType, value.message]).toEqual(["ValueError", "bad value"])
-    expect((await rejection(code.invoke({ kind: "custom" }, context()))).errorType).toBe("QuotaError")
-    expect((await rejection(code.invoke({ kind: "exit" }, context()))).errorType).toBe("SystemExit")
-    expect((await rejection(code.invoke({ kind: "set" }, context()))).errorType).toBe("TypeError")
-    expect((await rejection(code.invoke({ unknown: 1 }, context()))).errorType).toBe("TypeError")
+    const value = await rejection(code.invoke({ kind: "value" }))
+    expect(value).toBeInstanceOf(ToolError.ToolError)
+    expect([ThrownValue.errorType(value), ThrownValue.message(value)]).toEqual(["ValueError", "bad value"])
+    const type = async (args: unknown) => ThrownValue.errorType(await rejection(code.invoke(args)))
+    expect(await type({ kind: "custom" })).toBe("QuotaError")
+    expect(await type({ kind: "exit" })).toBe("SystemExit")
+    expect(await type({ kind: "set" })).toBe("TypeError")
+    expect(await type({ unknown: 1 })).toBe("TypeError")
     await code.dispose()
   })
 
   describe("load errors are typed and name the file", () => {
     const loadError = async (files: Record<string, string>, entrypoint = "main") => {
-      const error = await rejection(runner.activate(source("python", files, { entrypoint })))
+      const error = await rejection(runner.activate(source("python", files, { entrypoint }), host()))
       expect(error).toBeInstanceOf(HarnessError.PackageError)
       return error as HarnessError.PackageError
     }
@@ -143,24 +144,26 @@ describe("PythonRunner", () => {
   })
 
   describe("composition (D-24)", () => {
-    it("a def tool composes with harness.call_tool_sync through its invocation's context", async () => {
-      const code = await runner.activate(source("python", {
+    it("a def tool composes with harness.call_tool_sync, its calls naming its invocation", async () => {
+      const calls: Array<RecordedCall> = []
+      const code = await activate(runner, source("python", {
         "__init__.py": py([
           "@tool(guidelines='Use to add an integer to itself.')",
           "def main(value: int) -> int:",
           "    \"\"\"Add the same integer twice.\"\"\"",
           "    return harness.call_tool_sync('add', left=value, right=value)"
         ])
-      }))
-      const calls: Array<RecordedCall> = []
-      const result = await code.invoke({ value: 21 }, context({ callId: "outer", depth: 2, calls, answer: (_, a: any) => a.left + a.right }))
+      }), host({ calls, answer: (_, a) => a.left + a.right }))
+      const result = await code.invoke({ value: 21 }, { callId: "outer", depth: 2 })
       expect(result).toBe(42)
-      expect(calls).toEqual([{ parentCallId: "outer", depth: 2, name: "add", args: { left: 21, right: 21 } }])
+      expect(calls).toEqual([{ parentCallId: "outer", name: "add", args: { left: 21, right: 21 } }])
       await code.dispose()
     })
 
     it("an async tool awaits harness.call_tool, concurrently, each call tied to its own invocation", async () => {
-      const code = await runner.activate(source("python", {
+      const calls: Array<RecordedCall> = []
+      const answer = (_: string, args: any) => "x".repeat(args.path.length)
+      const code = await activate(runner, source("python", {
         "__init__.py": py([
           "import asyncio",
           "from .batch import summarize",
@@ -175,12 +178,10 @@ describe("PythonRunner", () => {
           "    texts = await asyncio.gather(*(harness.call_tool('read_file', path=path) for path in paths))",
           "    return '\\n'.join(f'{path}: {len(text)} characters' for path, text in zip(paths, texts))"
         ])
-      }))
-      const calls: Array<RecordedCall> = []
-      const answer = (_: string, args: any) => "x".repeat(args.path.length)
+      }), host({ calls, answer }))
       const [a, b] = await Promise.all([
-        code.invoke({ paths: ["a", "bb"] }, context({ callId: "first", calls, answer })),
-        code.invoke({ paths: ["ccc"] }, context({ callId: "second", calls, answer }))
+        code.invoke({ paths: ["a", "bb"] }, { callId: "first" }),
+        code.invoke({ paths: ["ccc"] }, { callId: "second" })
       ])
       expect(a).toBe("a: 1 characters\nbb: 2 characters")
       expect(b).toBe("ccc: 3 characters")
@@ -189,27 +190,34 @@ describe("PythonRunner", () => {
       await code.dispose()
     })
 
-    it("a def tool that calls itself through the host runs re-entrantly in the same child", async () => {
-      let code: CodeRunner.ActivatedCode | undefined
-      code = await runner.activate(source("python", {
-        "__init__.py": py([
-          "@tool(guidelines='g')",
-          "def main(n: int) -> int:",
-          "    if n == 0:",
-          "        return 0",
-          "    return n + harness.call_tool_sync('main', n=n - 1)"
-        ])
-      }))
-      const dispatch = (depth: number): CodeRunner.InvocationContext => ({
-        ...context({ callId: `depth-${depth}`, depth }),
-        callTool: (_name, args) => Promise.resolve(code!.invoke(args, dispatch(depth + 1)))
-      })
-      expect(await code.invoke({ n: 4 }, dispatch(0))).toBe(10)
-      await code.dispose()
+    it("a def tool that calls itself through the host gets a child per nested call, beyond a bound of 1", async () => {
+      const single = SandboxRunner.make({ ...testOptions, maximumRuntimeEnvironments: 1 })
+      try {
+        const harness = new MiniHarness(single)
+        await harness.add("main", source("python", {
+          "__init__.py": py([
+            "import os",
+            "@tool(guidelines='g')",
+            "def main(n: int) -> dict:",
+            "    here = os.environ['JITBOX_SANDBOX_CHILD']",
+            "    if n == 0:",
+            "        return {'sum': 0, 'children': [here]}",
+            "    inner = harness.call_tool_sync('main', n=n - 1)",
+            "    return {'sum': n + inner['sum'], 'children': [here] + inner['children']}"
+          ])
+        }))
+        const result = await harness.call("main", { n: 4 }) as { sum: number; children: Array<string> }
+        expect(result.sum).toBe(10)
+        expect(new Set(result.children).size).toBe(5)
+        expect(harness.calls.map((call) => call.depth)).toEqual([1, 2, 3, 4, 5])
+      } finally {
+        await single.close()
+      }
     })
 
     it("a failed nested call raises in Python with the nested error type", async () => {
-      const code = await runner.activate(source("python", {
+      const original = new HarnessError.ValidationError({ name: "strict", issues: "value must be >= 0" })
+      const code = await activate(runner, source("python", {
         "__init__.py": py([
           "@tool(guidelines='g')",
           "def main() -> dict:",
@@ -218,17 +226,22 @@ describe("PythonRunner", () => {
           "    except harness.ToolCallError as error:",
           "        return {'type': type(error).__name__, 'message': str(error)}"
         ])
-      }))
-      const failing: CodeRunner.InvocationContext = {
-        ...context(),
-        callTool: () => Promise.reject(new HarnessError.ValidationError({ name: "strict", issues: "value must be >= 0" }))
-      }
-      expect(await code.invoke({}, failing)).toEqual({ type: "ValidationError", message: "invalid arguments for 'strict': value must be >= 0" })
+      }), { sessionId: "session-1", callTool: () => Promise.reject(original) })
+      expect(await code.invoke({})).toEqual({ type: "ValidationError", message: "invalid arguments for 'strict': value must be >= 0" })
+      await code.dispose()
+    })
+
+    it("a nested failure the tool lets propagate rejects with the host's own error", async () => {
+      const original = new HarnessError.ValidationError({ name: "strict", issues: "value must be >= 0" })
+      const code = await activate(runner, source("python", {
+        "__init__.py": py(["@tool(guidelines='g')", "def main() -> int:", "    return harness.call_tool_sync('strict', value=-1)"])
+      }), { sessionId: "session-1", callTool: () => Promise.reject(original) })
+      expect(await rejection(code.invoke({}))).toBe(original)
       await code.dispose()
     })
 
     it("refuses call_tool_sync from async code and harness calls outside an invocation", async () => {
-      const code = await runner.activate(source("python", {
+      const code = await activate(runner, source("python", {
         "__init__.py": py([
           "try:",
           "    harness.call_tool_sync('x')",
@@ -242,7 +255,7 @@ describe("PythonRunner", () => {
           "        return [EARLY, str(error)]"
         ])
       }))
-      expect(await code.invoke({}, context())).toEqual([
+      expect(await code.invoke({})).toEqual([
         "ToolRejected",
         "do not call call_tool_sync from async code; use await harness.call_tool"
       ])

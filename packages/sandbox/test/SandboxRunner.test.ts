@@ -4,8 +4,19 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
-import { SandboxConfig, SandboxLayers, SandboxRunner } from "../src/index.js"
-import { context, rejection, source, testOptions } from "./helpers.js"
+import * as ThrownValue from "../../core/src/ThrownValue.js"
+import { Isolation, SandboxConfig, SandboxError, SandboxRunner, ToolError } from "../src/index.js"
+import { activate, host, invocation, type RecordedCall, rejection, source, testOptions } from "./helpers.js"
+
+/** How the agent prints a thrown value for the model: `_tag` when there is one, else `name`. */
+const printed = (thrown: unknown): string => {
+  const type = typeof thrown === "object" && thrown !== null && "_tag" in thrown && typeof thrown._tag === "string"
+    ? thrown._tag
+    : thrown instanceof Error
+    ? thrown.name
+    : typeof thrown
+  return `${type}: ${thrown instanceof Error ? thrown.message : String(thrown)}`
+}
 
 describe("SandboxRunner", () => {
   it.effect("layer provides core's CodeRunner and kills every child when its scope closes", () =>
@@ -16,11 +27,11 @@ describe("SandboxRunner", () => {
           const codeRunner = yield* CodeRunner.CodeRunner
           processes = (codeRunner as SandboxRunner.SandboxRunner).processes
           expect(codeRunner.languages).toEqual(expect.arrayContaining(["javascript", "typescript"]))
-          const code = yield* Effect.promise(() =>
-            codeRunner.activate(source("typescript", { "index.ts": `export const main = tool({ description: "d" }, (a: { x: number }) => a.x + 1)` }))
-          )
+          const code = source("typescript", { "index.ts": `export const main = tool({ description: "d" }, (a: { x: number }) => a.x + 1)` })
+          const metadata = yield* Effect.promise(() => codeRunner.activate(code, host()))
+          expect(metadata).toEqual({ description: "d" })
           expect(processes().length).toBeGreaterThan(0)
-          return yield* Effect.promise(() => Promise.resolve(code.invoke({ x: 41 }, context())))
+          return yield* Effect.promise(() => Promise.resolve(codeRunner.invoke(invocation(code.activationId, { x: 41 }), undefined)))
         }).pipe(Effect.provide(SandboxRunner.layer(testOptions)))
       )
       expect(result).toBe(42)
@@ -42,13 +53,13 @@ describe("SandboxRunner", () => {
   it("routes by language and refuses a language it has no runner for", async () => {
     const runner = SandboxRunner.make(testOptions)
     try {
-      const error = await rejection(runner.activate({ ...source("javascript", {}), language: "powershell" as never }))
+      const error = await rejection(runner.activate({ ...source("javascript", {}), language: "powershell" as never }, host()))
       expect(error).toBeInstanceOf(HarnessError.PackageError)
       expect(error.reason).toBe("NoRunner")
     } finally {
       await runner.close()
     }
-    const closed = await rejection(runner.activate(source("javascript", { "index.js": "" })))
+    const closed = await rejection(runner.activate(source("javascript", { "index.js": "" }), host()))
     expect(closed.reason).toBe("NoRunner")
   })
 
@@ -62,21 +73,132 @@ describe("SandboxRunner", () => {
       }
     })
     try {
-      const node = await runner.activate(source("javascript", {
+      const node = await activate(runner, source("javascript", {
         "index.js": `console.log("loading")\nexport const main = tool({ description: "d" }, () => { console.error("from node"); return 1 })`
       }, { toolName: "printer" }))
-      const python = await runner.activate(source("python", {
+      const python = await activate(runner, source("python", {
         "__init__.py": "import sys\n@tool(guidelines='g')\ndef main() -> int:\n    print('from', 'python')\n    print('to stderr', file=sys.stderr)\n    return 2\n"
       }, { toolName: "pyprinter" }))
-      expect([await node.invoke({}, context()), await python.invoke({}, context())]).toEqual([1, 2])
+      expect([await node.invoke({}), await python.invoke({})]).toEqual([1, 2])
       expect(lines).toEqual(["printer: loading", "printer: from node", "pyprinter: from python", "pyprinter: to stderr"])
     } finally {
       await runner.close()
     }
   })
 
+  it("a tool's failure classifies and prints as the child's error type in every language, as it would in process", async () => {
+    const runner = SandboxRunner.make(testOptions)
+    try {
+      const codes = await Promise.all([
+        activate(runner, source("python", { "__init__.py": "@tool(guidelines='g')\ndef main() -> int:\n    raise ValueError('bad value')\n" })),
+        activate(runner, source("javascript", { "index.js": `export const main = tool({ description: "d" }, () => { throw new Error("plain") })` })),
+        activate(runner, source("typescript", { "index.ts": `class QuotaError extends Error {}\nexport const main = tool({ description: "d" }, () => { throw new QuotaError("over quota") })` })),
+        activate(runner, source("bash", { "main.sh": "echo broken >&2\nexit 4\n" }))
+      ])
+      const failures = await Promise.all(codes.map((code) => rejection(code.invoke({}))))
+      for (const failure of failures) {
+        expect(failure).toBeInstanceOf(ToolError.ToolError)
+        expect(printed(failure)).toBe(`${ThrownValue.errorType(failure)}: ${ThrownValue.message(failure)}`)
+      }
+      expect(failures.map(printed)).toEqual([
+        "ValueError: bad value",
+        "Error: plain",
+        "QuotaError: over quota",
+        "NonZeroExit: main.sh exited with status 4: broken"
+      ])
+    } finally {
+      await runner.close()
+    }
+  })
+
+  it("invoke answers by activation id: an unknown one, a reused one and a passed deadline are refused", async () => {
+    const runner = SandboxRunner.make(testOptions)
+    try {
+      const unknown = await rejection(runner.invoke(invocation("no-such-activation", {}), undefined))
+      expect(unknown).toBeInstanceOf(HarnessError.PackageError)
+      expect(unknown.reason).toBe("NoRunner")
+      const code = source("javascript", { "index.js": `export const main = tool({ description: "d" }, () => 1)` })
+      await runner.activate(code, host())
+      const twice = await rejection(runner.activate(code, host()))
+      expect(twice).toBeInstanceOf(HarnessError.PackageError)
+      expect(twice.detail).toContain(code.activationId)
+      const late = await rejection(runner.invoke(invocation(code.activationId, {}, { deadline: Date.now() - 1 }), undefined))
+      expect(late).toBeInstanceOf(SandboxError.SandboxError)
+      expect(late.reason).toBe("Timeout")
+      expect(await runner.invoke(invocation(code.activationId, {}), undefined)).toBe(1)
+    } finally {
+      await runner.close()
+    }
+  })
+
+  it("closing the runner while activations run rejects them with NoRunner", async () => {
+    const runner = SandboxRunner.make(testOptions)
+    const pending = [
+      runner.activate(source("typescript", { "index.ts": `export const main = tool({ description: "d" }, () => 1)` }), host()),
+      runner.activate(source("python", { "__init__.py": "@tool(guidelines='g')\ndef main() -> int:\n    return 1\n" }), host())
+    ].map((activation) => rejection(activation))
+    await runner.close()
+    for (const error of await Promise.all(pending)) {
+      expect(error).toBeInstanceOf(HarnessError.PackageError)
+      expect(error.reason).toBe("NoRunner")
+    }
+    expect(runner.processes()).toEqual([])
+  })
+
+  it("reads a deadline against the clock it is given (the harness's), not the wall clock", async () => {
+    const clock = { now: () => 1_000 }
+    const runner = SandboxRunner.make({ ...testOptions, clock })
+    try {
+      const code = await activate(runner, source("javascript", { "index.js": `export const main = tool({ description: "d" }, () => 1)` }))
+      // 60 s ahead of that clock, though long past by the wall clock
+      expect(await code.invoke({}, { deadline: 61_000 })).toBe(1)
+      const late = await rejection(code.invoke({}, { deadline: 999 }))
+      expect(late.reason).toBe("Timeout")
+    } finally {
+      await runner.close()
+    }
+  })
+
+  it("a child can only name the invocation it runs: a forged CallTool is refused and never reaches the host", async () => {
+    const runner = SandboxRunner.make(testOptions)
+    try {
+      const calls: Array<RecordedCall> = []
+      const code = await activate(runner, source("python", {
+        "__init__.py": [
+          "import os",
+          "@tool(guidelines='g')",
+          "def main() -> int:",
+          "    os.write(1, b'{\"_tag\":\"CallTool\",\"requestId\":\"forged\",\"invocationId\":\"999\",\"name\":\"secret\",\"args\":{}}\\n')",
+          "    return harness.call_tool_sync('allowed')"
+        ].join("\n")
+      }), host({ calls, answer: () => 1 }))
+      expect(await code.invoke({}, { callId: "the-call" })).toBe(1)
+      expect(calls).toEqual([{ parentCallId: "the-call", name: "allowed", args: {} }])
+    } finally {
+      await runner.close()
+    }
+  })
+
+  it("any number of runners share one process exit hook: twelve print no MaxListenersExceededWarning", async () => {
+    const warnings: Array<Error> = []
+    const onWarning = (warning: Error) => warnings.push(warning)
+    process.on("warning", onWarning)
+    const before = process.listenerCount("exit")
+    const runners = Array.from({ length: 12 }, () => SandboxRunner.make(testOptions))
+    try {
+      expect(process.listenerCount("exit")).toBeLessThanOrEqual(before + 1)
+      // Node emits the warning on a later tick
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      await Promise.all(runners.map((runner) => runner.close()))
+      process.off("warning", onWarning)
+    }
+    expect(warnings.filter((warning) => warning.name === "MaxListenersExceededWarning")).toEqual([])
+    expect(process.listenerCount("exit")).toBe(before)
+  })
+
   it("reports every isolation layer as data, consistent with this host", () => {
-    const layers = SandboxLayers.describeIsolation()
+    const layers = Isolation.describeIsolation()
     expect(layers.map((l) => l.layer)).toEqual([
       "scrubbed-environment",
       "private-working-directory",
@@ -99,7 +221,7 @@ describe("SandboxRunner", () => {
     if (!exists("/usr/bin/bwrap")) expect(byName["bubblewrap"]!.active).toBe(false)
     expect(byName["python"]!.active).toBe(exists("/usr/bin/python3"))
     for (const layer of layers) expect(layer.detail.length).toBeGreaterThan(0)
-    expect(SandboxLayers.describeIsolation({ bubblewrap: false }).find((l) => l.layer === "bubblewrap")?.active).toBe(false)
+    expect(Isolation.describeIsolation({ bubblewrap: false }).find((l) => l.layer === "bubblewrap")?.active).toBe(false)
   })
 })
 

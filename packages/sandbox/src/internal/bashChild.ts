@@ -2,24 +2,23 @@
  * A Bash child: the driver script (runtime/bash-driver.sh) runs one invocation at a time in a
  * pre-forked subshell. The host writes the arguments to `in.json`, sends the invocation id, waits
  * for `Output` (or, if the script exec'd or replaced its EXIT trap, `Reaped`) and reads the
- * script's stdout back from a file, which must hold exactly one JSON value (JT-CTR-06). Concurrent
- * invocations of one version queue here.
+ * script's stdout back from a file, which must hold exactly one JSON value (JT-CTR-06). The pool
+ * gives a child one invocation at a time; a second one would queue here.
  */
-import type { CodeRunner } from "@jitbox/core"
-import { HarnessError } from "@jitbox/core"
 import type { ChildProcessWithoutNullStreams } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Protocol from "../Protocol.js"
 import type { SandboxErrorReason } from "../SandboxError.js"
-import { cancelled, ChildBase, type ChildHooks, classifyExit, encodeArgs, tick } from "./child.js"
+import { ToolError } from "../ToolError.js"
+import { cancelled, ChildBase, type ChildCall, type ChildHooks, classifyExit, encodeArgs, tick, timedOut } from "./child.js"
 
 interface Job {
   id: string
   /** Answered (by `Output` or `Reaped`); its subshell may still await `Reaped`. */
   answered: boolean
   readonly argsJson: string
-  readonly context: CodeRunner.InvocationContext
+  readonly context: ChildCall
   readonly resolve: (value: unknown) => void
   readonly reject: (error: unknown) => void
   timer: NodeJS.Timeout | undefined
@@ -44,7 +43,7 @@ export class BashChild extends ChildBase {
     super(proc, hooks)
   }
 
-  invoke(args: unknown, context: CodeRunner.InvocationContext): Promise<unknown> {
+  invoke(args: unknown, context: ChildCall): Promise<unknown> {
     const gone = this.unavailable()
     if (gone !== undefined) return Promise.reject(gone)
     const argsJson = encodeArgs(args)
@@ -52,7 +51,7 @@ export class BashChild extends ChildBase {
     if (context.signal?.aborted === true) return Promise.reject(cancelled(this.hooks.toolName, context))
     return new Promise((resolve, reject) => {
       const job: Job = { id: "", answered: false, argsJson, context, resolve, reject, timer: undefined, onAbort: undefined }
-      job.timer = setTimeout(() => this.timedOut(job), this.hooks.config.shortTimeoutMs)
+      job.timer = setTimeout(() => this.timedOut(job), context.timeoutMs)
       if (context.signal !== undefined) {
         job.onAbort = () => this.cancel(job)
         context.signal.addEventListener("abort", job.onAbort, { once: true })
@@ -128,11 +127,10 @@ export class BashChild extends ChildBase {
       if (reason === "LimitExceeded") return job.reject(this.error(reason, detail))
       const stderr = readTail(path.join(this.files.output, "stderr"))
       return job.reject(
-        new HarnessError.ToolFailure({
+        new ToolError({
           toolName: this.hooks.toolName,
           errorType: "NonZeroExit",
-          detail: `main.sh exited with status ${exitCode}${stderr.length > 0 ? `: ${stderr}` : ""}`,
-          cause: null
+          message: `main.sh exited with status ${exitCode}${stderr.length > 0 ? `: ${stderr}` : ""}`
         })
       )
     }
@@ -156,8 +154,7 @@ export class BashChild extends ChildBase {
   }
 
   private timedOut(job: Job): void {
-    const ms = this.hooks.config.shortTimeoutMs
-    const error = this.error("Timeout", `the invocation did not finish within ${ms} ms; its process group was killed`)
+    const error = timedOut(this.hooks.toolName, job.context)
     this.abandon(job, error, `the child was killed because invocation ${job.context.callId} timed out`)
   }
 

@@ -3,15 +3,17 @@
  * stdout framing with a line-length cap, a stderr tail for error details, the printed-bytes cap,
  * exit classification, and `fail`, which kills the whole process group and rejects everything in
  * flight. `JsonLinesChild` speaks the JSON-lines protocol of Node and Python children and
- * multiplexes concurrent invocations by `invocationId`.
+ * tells invocations apart by `invocationId`. The pool gives a child one invocation at a time (see
+ * `WarmPool`), so killing a child's process group ends exactly one invocation.
  */
 import type { CodeRunner } from "@jitbox/core"
-import { HarnessError } from "@jitbox/core"
+import { HarnessError, ThrownValue } from "@jitbox/core"
 import type { ChildProcessWithoutNullStreams } from "node:child_process"
 import * as os from "node:os"
 import * as Protocol from "../Protocol.js"
 import type * as SandboxConfig from "../SandboxConfig.js"
 import { SandboxError, type SandboxErrorReason } from "../SandboxError.js"
+import { ToolError } from "../ToolError.js"
 import { killGroup } from "./spawn.js"
 
 export type ChildState = "starting" | "ready" | "dead"
@@ -31,6 +33,26 @@ export interface ChildHooks {
 }
 
 export type LoadAnswer = typeof Protocol.Loaded.Type | typeof Protocol.LoadFailed.Type
+
+/**
+ * One invocation as a child runs it: the host's own record of the call (a child's nested calls go
+ * to `host` naming `callId`, whatever the child claims), and its time bound.
+ */
+export interface ChildCall {
+  readonly callId: string
+  readonly toolName: string
+  readonly depth: number
+  readonly signal: AbortSignal | undefined
+  /** Milliseconds until the invocation is abandoned and the child's process group killed. */
+  readonly timeoutMs: number
+  /** What the timeout means: `did not finish within 20000 ms`, `ran past its deadline`. */
+  readonly timeoutReason: string
+  readonly host: CodeRunner.CallHost
+}
+
+/** The error of an invocation whose time ran out. */
+export const timedOut = (toolName: string, call: ChildCall): SandboxError =>
+  new SandboxError({ reason: "Timeout", toolName, detail: `the invocation ${call.timeoutReason}; its process group was killed` })
 
 let clock = 0
 /** A monotonic use counter for least-recently-used eviction. */
@@ -262,26 +284,26 @@ export abstract class ChildBase {
 interface Pending {
   readonly resolve: (value: unknown) => void
   readonly reject: (error: unknown) => void
-  readonly context: CodeRunner.InvocationContext
+  readonly context: ChildCall
   readonly timer: NodeJS.Timeout
   readonly onAbort: (() => void) | undefined
   /** The host-side errors of this invocation's failed nested calls, by request id. */
   nested?: Map<string, unknown>
 }
 
-/** A Node or Python child: JSON lines, concurrent invocations multiplexed by `invocationId`. */
+/** A Node or Python child: JSON lines, invocations told apart by `invocationId`. */
 export class JsonLinesChild extends ChildBase {
   private readonly pending = new Map<string, Pending>()
   private sequence = 0
 
-  invoke(args: unknown, context: CodeRunner.InvocationContext): Promise<unknown> {
+  invoke(args: unknown, context: ChildCall): Promise<unknown> {
     const gone = this.unavailable()
     if (gone !== undefined) return Promise.reject(gone)
     const argsJson = encodeArgs(args)
     if (typeof argsJson !== "string") return Promise.reject(this.error(argsJson.reason, argsJson.detail))
     if (context.signal?.aborted === true) return Promise.reject(cancelled(this.hooks.toolName, context))
     const id = String(++this.sequence)
-    const timeoutMs = this.hooks.config.shortTimeoutMs
+    const timeoutMs = context.timeoutMs
     if (this.inflight === 0) this.printedBytes = 0
     return new Promise((resolve, reject) => {
       let onAbort: (() => void) | undefined
@@ -327,12 +349,7 @@ export class JsonLinesChild extends ChildBase {
             ? this.error("OutputTooLarge", message.error.message)
             : propagated !== undefined
             ? propagated
-            : new HarnessError.ToolFailure({
-              toolName: this.hooks.toolName,
-              errorType: message.error.type,
-              detail: message.error.message,
-              cause: null
-            })
+            : new ToolError({ toolName: this.hooks.toolName, errorType: message.error.type, message: message.error.message })
         )
         return this.settled()
       }
@@ -381,8 +398,7 @@ export class JsonLinesChild extends ChildBase {
     if (pending === undefined) return
     this.pending.delete(id)
     clear(pending)
-    const ms = this.hooks.config.shortTimeoutMs
-    pending.reject(this.error("Timeout", `the invocation did not finish within ${ms} ms; its process group was killed`))
+    pending.reject(timedOut(this.hooks.toolName, pending.context))
     this.fail("ChildExited", `the child was killed because invocation ${pending.context.callId} timed out`)
   }
 
@@ -411,7 +427,7 @@ export class JsonLinesChild extends ChildBase {
     }
     let result: Promise<unknown>
     try {
-      result = pending.context.callTool(message.name, message.args)
+      result = pending.context.host.callTool(pending.context.callId, message.name, message.args)
     } catch (error) {
       result = Promise.reject(error)
     }
@@ -426,7 +442,7 @@ export class JsonLinesChild extends ChildBase {
       },
       (error: unknown) => {
         if (error !== undefined) (pending.nested ??= new Map()).set(message.requestId, error)
-        failWith(errorType(error), errorMessage(error))
+        failWith(ThrownValue.errorType(error), ThrownValue.message(error) ?? printed(error))
       }
     )
   }
@@ -437,7 +453,7 @@ const clear = (pending: Pending): void => {
   if (pending.onAbort !== undefined) pending.context.signal?.removeEventListener("abort", pending.onAbort)
 }
 
-export const cancelled = (toolName: string, context: CodeRunner.InvocationContext): HarnessError.ToolCancelled =>
+export const cancelled = (toolName: string, context: { readonly callId: string }): HarnessError.ToolCancelled =>
   new HarnessError.ToolCancelled({ name: toolName, callId: context.callId })
 
 /** The arguments as compact JSON, or why they cannot be sent. */
@@ -446,7 +462,7 @@ export const encodeArgs = (args: unknown): string | { readonly reason: SandboxEr
   try {
     json = JSON.stringify(args === undefined ? {} : args)
   } catch (error) {
-    return { reason: "ProtocolViolation", detail: `the arguments are not JSON: ${errorMessage(error)}` }
+    return { reason: "ProtocolViolation", detail: `the arguments are not JSON: ${ThrownValue.message(error) ?? printed(error)}` }
   }
   if (json === undefined) return { reason: "ProtocolViolation", detail: "the arguments are not JSON" }
   if (json.length > Protocol.MaxPayloadBytes / 3 && Buffer.byteLength(json) > Protocol.MaxPayloadBytes) {
@@ -457,19 +473,14 @@ export const encodeArgs = (args: unknown): string | { readonly reason: SandboxEr
 
 const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? "")
 
-/** The `error_type` of a value thrown on the host side of a nested call. */
-export const errorType = (error: unknown): string => {
-  if (error instanceof HarnessError.ToolFailure) return error.errorType
-  if (typeof error === "object" && error !== null) {
-    const tag = (error as { _tag?: unknown })._tag
-    if (typeof tag === "string") return tag
-    if (error instanceof Error) return error.name
+/** The text of a thrown value that is not an `Error` (`ThrownValue.message` has none for it). */
+const printed = (thrown: unknown): string => {
+  try {
+    return String(thrown)
+  } catch {
+    return "(the thrown value could not be formatted)"
   }
-  return "Error"
 }
-
-export const errorMessage = (error: unknown): string =>
-  error instanceof Error ? error.message : typeof error === "string" ? error : String(error)
 
 const signalNames = new Map(Object.entries(os.constants.signals).map(([name, number]) => [number, name]))
 

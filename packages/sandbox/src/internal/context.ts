@@ -6,11 +6,19 @@ import type { CodeRunner } from "@jitbox/core"
 import type { ChildProcessWithoutNullStreams } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import type * as SandboxConfig from "../SandboxConfig.js"
-import type * as SandboxLayers from "../SandboxLayers.js"
+import type * as Isolation from "../Isolation.js"
 import type { WarmPool } from "../WarmPool.js"
 import type { ChildBase, ChildHooks } from "./child.js"
 import { Directories } from "./dirs.js"
 import * as Spawn from "./spawn.js"
+
+/** What owns a child besides the pool: the activation it serves. */
+export interface ChildOwner {
+  /** The child has nothing to run (it just loaded, or finished an invocation). */
+  readonly onIdle: (child: ChildBase) => void
+  /** The child is dead; it never serves again. */
+  readonly onDead: (child: ChildBase) => void
+}
 
 export class RunnerContext {
   /** Prefix of every child's marker value. */
@@ -20,7 +28,7 @@ export class RunnerContext {
 
   constructor(
     readonly config: SandboxConfig.SandboxConfig,
-    readonly iso: SandboxLayers.Isolation,
+    readonly iso: Isolation.Isolation,
     readonly pool: WarmPool
   ) {
     this.dirs = Directories.make(config.tmpDir, iso.runAs)
@@ -28,10 +36,13 @@ export class RunnerContext {
 
   /**
    * Spawns a child in a fresh private directory and registers it with the pool. `build` receives
-   * the child directory and returns the launch plus how to wrap the process.
+   * the child directory and returns the launch plus how to wrap the process. `owner` hears first
+   * when the child is idle (it may hand it the next invocation), then the pool (which may evict
+   * other idle children).
    */
   spawn<C extends ChildBase>(
     source: CodeRunner.CodeSource,
+    owner: ChildOwner,
     build: (childDir: string, marker: string) => {
       readonly launch: Spawn.Launch
       readonly wrap: (proc: ChildProcessWithoutNullStreams, hooks: ChildHooks) => C
@@ -45,8 +56,14 @@ export class RunnerContext {
       versionId: source.versionId,
       config: this.config,
       sweepMarker: this.iso.bwrap === undefined ? marker : undefined,
-      onIdle: (child) => this.pool.idle(child),
-      onDead: (child) => this.pool.delete(child),
+      onIdle: (child) => {
+        owner.onIdle(child)
+        this.pool.idle(child)
+      },
+      onDead: (child) => {
+        this.pool.delete(child)
+        owner.onDead(child)
+      },
       onExit: () => this.dirs.remove(childDir)
     }
     const child = wrap(Spawn.launch(this.iso, this.config, launch), hooks)

@@ -5,7 +5,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import type * as SandboxConfig from "../SandboxConfig.js"
-import * as SandboxLayers from "../SandboxLayers.js"
+import * as Isolation from "../Isolation.js"
 import * as Seccomp from "./seccomp.js"
 
 const noForkProgram = Seccomp.noForkProgram()
@@ -36,11 +36,11 @@ export interface Launch {
 export const MarkerVariable = "JITBOX_SANDBOX_CHILD"
 
 /** Where a host directory appears inside the child. */
-export const mountPoint = (iso: SandboxLayers.Isolation, name: string, host: string): string =>
+export const mountPoint = (iso: Isolation.Isolation, name: string, host: string): string =>
   iso.bwrap !== undefined ? `/mnt/${name}` : host
 
 export const launch = (
-  iso: SandboxLayers.Isolation,
+  iso: Isolation.Isolation,
   config: SandboxConfig.SandboxConfig,
   spec: Launch
 ): ChildProcessWithoutNullStreams => {
@@ -63,7 +63,7 @@ export const launch = (
   if (iso.bwrap !== undefined) {
     if (file === spec.command) file = iso.bwrap
     else argv.push(iso.bwrap)
-    argv.push(...SandboxLayers.bwrapArgs(iso.rootEntries, limits.tmpfsMiB, spec.mounts, spec.workDir.inside, seccomp))
+    argv.push(...Isolation.bwrapArgs(iso.rootEntries, limits.tmpfsMiB, spec.mounts, spec.workDir.inside, seccomp))
   }
   if (file !== spec.command) argv.push(spec.command)
   argv.push(...spec.args)

@@ -1,127 +1,334 @@
 /**
- * One activated version: the `ActivatedCode` every runner returns. The hot path is a field read
- * and a call into the warm child; a missing, dead or retired child is replaced first (module state
- * restarts then).
+ * One activation of a package version: its directory, its metadata, and its own warm children,
+ * each running one invocation at a time (see `WarmPool` for the design). The hot path takes the
+ * most recently used idle child and writes one line to it; an invocation that finds no idle child
+ * starts one, or waits for one when it is a top-level call and the activation already has
+ * `maximumRuntimeEnvironments` children.
  */
 import type { CodeRunner } from "@jitbox/core"
 import { HarnessError } from "@jitbox/core"
 import * as fs from "node:fs"
-import { SandboxError } from "../SandboxError.js"
-import type { ChildBase, LoadAnswer } from "./child.js"
+import { isSandboxError, SandboxError } from "../SandboxError.js"
+import type { ChildBase, ChildCall, LoadAnswer } from "./child.js"
 import { cancelled } from "./child.js"
-import type { RunnerContext } from "./context.js"
+import type { ChildOwner, RunnerContext } from "./context.js"
 
 export interface InvocableChild extends ChildBase {
-  invoke(args: unknown, context: CodeRunner.InvocationContext): Promise<unknown>
+  invoke(args: unknown, call: ChildCall): Promise<unknown>
 }
 
-/** Core's `ActivatedCode`, whose `invoke` always answers a promise in a subprocess. */
-export interface SandboxedCode extends CodeRunner.ActivatedCode {
-  readonly invoke: (args: unknown, context: CodeRunner.InvocationContext) => Promise<unknown>
+/** The longest delay `setTimeout` takes (a longer one fires at once). */
+const MaxTimerMs = 2_147_483_647
+
+/** One invocation from the moment the activation accepted it. */
+interface Accepted {
+  readonly invocation: CodeRunner.Invocation
+  readonly signal: AbortSignal | undefined
+  readonly host: CodeRunner.CallHost
+  /** Wall-clock epoch ms after which the invocation is abandoned. */
+  readonly expiresAt: number
+  readonly timeoutReason: string
 }
 
-export class SandboxedVersion<C extends InvocableChild> implements SandboxedCode {
-  private starting: Promise<C> | undefined
-  private disposed = false
+/** An invocation waiting for a child. */
+interface Waiter<C> {
+  /** A nested call never waits for a busy child: its ancestors may be what keeps them busy. */
+  readonly nested: boolean
+  /** The child being started for this invocation, until it loads or dies. */
+  started: C | undefined
+  done: boolean
+  /** Runs the invocation in `child`, synchronously (so nothing can evict the child first). */
+  readonly run: (child: C) => void
+  readonly fail: (error: unknown) => void
+}
+
+/** What the runner needs of an activation, whatever its language. */
+export interface Activated {
+  readonly metadata: CodeRunner.CodeToolMetadata
+  invoke(invocation: CodeRunner.Invocation, signal: AbortSignal | undefined, host: CodeRunner.CallHost): Promise<unknown>
+  release(): Promise<void>
+  close(): void
+  discard(): void
+}
+
+export class SandboxedVersion<C extends InvocableChild> implements Activated, ChildOwner {
+  metadata: CodeRunner.CodeToolMetadata = {}
+  private readonly children = new Set<C>()
+  /** Ready children with nothing to run, the most recently used last. */
+  private readonly idle: Array<C> = []
+  /** Invocations waiting for a child, first come first served. */
+  private readonly waiters: Array<Waiter<C>> = []
+  /** Children starting for a waiter: it gets the child when it loads, if it still waits. */
+  private readonly reserved = new Map<C, Waiter<C>>()
+  /** `releasing`: no new invocations, those accepted still run; `closed`: nothing runs any more. */
+  private state: "loading" | "active" | "releasing" | "closed" = "loading"
+  private inflight = 0
+  private refilling = false
+  private refillAgain = false
+  private drained: (() => void) | undefined
+  private releasing: Promise<void> | undefined
 
   constructor(
     private readonly ctx: RunnerContext,
-    private readonly source: CodeRunner.CodeSource,
+    readonly source: CodeRunner.CodeSource,
     private readonly versionDir: string,
-    readonly metadata: CodeRunner.CodeToolMetadata,
-    private child: C | undefined,
-    private readonly spawnChild: () => C,
+    private readonly spawnChild: (owner: ChildOwner) => C,
     private readonly loadLine: string | undefined
   ) {}
 
-  readonly invoke = (args: unknown, context: CodeRunner.InvocationContext): Promise<unknown> => {
-    const child = this.child
-    if (child !== undefined && child.usable) return child.invoke(args, context)
-    return this.coldInvoke(args, context)
-  }
-
-  readonly dispose = async (): Promise<void> => {
-    if (this.disposed) return
-    this.disposed = true
-    const child = this.child
-    this.child = undefined
-    child?.fail("Cancelled", "the version was disposed")
-    this.ctx.dirs.remove(this.versionDir)
-    await child?.exited
-  }
-
-  private async coldInvoke(args: unknown, context: CodeRunner.InvocationContext): Promise<unknown> {
-    if (this.disposed || this.ctx.pool.isClosed) {
-      throw new SandboxError({ reason: "Cancelled", toolName: this.source.toolName, detail: "this version was disposed" })
-    }
-    let child = await this.replacement()
-    // another activation may have evicted it meanwhile: one more try
-    if (!child.usable) child = await this.replacement()
-    if (context.signal?.aborted === true) throw cancelled(this.source.toolName, context)
-    return child.invoke(args, context)
-  }
-
-  private replacement(): Promise<C> {
-    this.starting ??= this.start().finally(() => {
-      this.starting = undefined
-    })
-    return this.starting
-  }
-
-  private async start(): Promise<C> {
-    const child = this.spawnChild()
-    let answer: LoadAnswer
-    try {
-      answer = await child.load(this.loadLine, this.ctx.config.activationTimeoutMs)
-    } catch (error) {
-      throw new SandboxError({
-        reason: "SpawnFailed",
-        toolName: this.source.toolName,
-        detail: `a replacement child did not start: ${(error as Error).message}`
-      })
-    }
-    if (answer._tag === "LoadFailed") {
-      child.fail("ChildExited", "its package did not load")
-      throw new SandboxError({
-        reason: "SpawnFailed",
-        toolName: this.source.toolName,
-        detail: `a replacement child could not load the package: ${answer.detail}`
-      })
-    }
-    this.child = child
+  /** Starts the activation's first child (Node starts it while esbuild runs). */
+  spawnFirst(): C {
+    const child = this.spawnChild(this)
+    this.children.add(child)
     return child
   }
+
+  /**
+   * Waits for the first child's answer and answers the metadata, or rejects with the
+   * `PackageError` that `activate` rejects with (the activation is discarded then).
+   */
+  async activate(first: C, defaultPath: string): Promise<CodeRunner.CodeToolMetadata> {
+    let answer: LoadAnswer
+    try {
+      answer = await first.load(this.loadLine, this.ctx.config.activationTimeoutMs)
+    } catch (error) {
+      this.discard()
+      throw packageError(this.source, "ActivationError", undefined, `the tool did not load: ${(error as Error).message}`)
+    }
+    if (answer._tag === "LoadFailed") {
+      this.discard()
+      const path = answer.path ??
+        (answer.reason === "MissingEntrypoint" || answer.reason === "EntrypointNotATool" ? defaultPath : undefined)
+      throw packageError(
+        this.source,
+        answer.reason,
+        path,
+        path !== undefined && !answer.detail.startsWith(path) ? `${path}: ${answer.detail}` : answer.detail
+      )
+    }
+    if (this.state === "loading") this.state = "active"
+    this.metadata = answer.metadata
+    return answer.metadata
+  }
+
+  /** Kills every child and removes the directory of an activation that never became active. */
+  discard(): void {
+    this.state = "closed"
+    for (const child of [...this.children]) child.fail("Cancelled", "its package did not load")
+    this.ctx.dirs.remove(this.versionDir)
+  }
+
+  invoke(invocation: CodeRunner.Invocation, signal: AbortSignal | undefined, host: CodeRunner.CallHost): Promise<unknown> {
+    if (this.state !== "active") {
+      return Promise.reject(released(invocation))
+    }
+    const context = invocation.context
+    const now = Date.now()
+    let expiresAt = now + this.ctx.config.shortTimeoutMs
+    let timeoutReason = `did not finish within ${this.ctx.config.shortTimeoutMs} ms`
+    if (context.deadline !== null) {
+      const deadline = now + (context.deadline - this.ctx.config.clock.now())
+      if (deadline < expiresAt) {
+        expiresAt = deadline
+        timeoutReason = "ran past its deadline"
+      }
+    }
+    const accepted: Accepted = { invocation, signal, host, expiresAt, timeoutReason }
+    if (expiresAt <= now) return Promise.reject(this.timeout(accepted, "before it started"))
+    this.inflight++
+    let child = this.idle.pop()
+    while (child !== undefined && !child.usable) child = this.idle.pop()
+    const result = child !== undefined ? this.run(child, accepted) : this.wait(accepted)
+    result.then(this.settled, this.settled)
+    return result
+  }
+
+  /** Refuses new invocations, lets those in flight finish, then kills the children. Never rejects. */
+  release(): Promise<void> {
+    if (this.releasing !== undefined) return this.releasing
+    if (this.state !== "closed") this.state = "releasing"
+    this.releasing = (async () => {
+      if (this.inflight > 0) await new Promise<void>((resolve) => (this.drained = resolve))
+      this.state = "closed"
+      const children = [...this.children]
+      for (const child of children) child.fail("Cancelled", "the activation was released")
+      this.ctx.dirs.remove(this.versionDir)
+      await within(children.map((child) => child.exited), 5_000)
+    })().catch(() => undefined)
+    return this.releasing
+  }
+
+  /** The runner is closing: invocations still waiting for a child fail now (the pool kills the children). */
+  close(): void {
+    this.state = "closed"
+    for (const waiter of this.waiters.splice(0)) {
+      waiter.fail(new SandboxError({ reason: "Cancelled", toolName: this.source.toolName, detail: "the sandbox runner was closed" }))
+    }
+  }
+
+  // ChildOwner
+
+  readonly onIdle = (child: ChildBase): void => {
+    const c = child as C
+    const waiter = this.reserved.get(c)
+    if (waiter !== undefined) {
+      this.reserved.delete(c)
+      waiter.started = undefined
+      if (!waiter.done) return waiter.run(c)
+    }
+    this.handOff(c)
+  }
+
+  readonly onDead = (child: ChildBase): void => {
+    const c = child as C
+    this.children.delete(c)
+    // a waiter whose child died while starting hears it from `load`
+    this.reserved.delete(c)
+    const index = this.idle.indexOf(c)
+    if (index !== -1) this.idle.splice(index, 1)
+    if (this.waiters.length > 0) this.refill()
+  }
+
+  // internals
+
+  private readonly settled = (): void => {
+    if (--this.inflight === 0 && this.drained !== undefined) this.drained()
+  }
+
+  private run(child: C, accepted: Accepted): Promise<unknown> {
+    const { invocation } = accepted
+    const context = invocation.context
+    const result = child.invoke(invocation.args, {
+      callId: context.callId,
+      toolName: invocation.toolName,
+      depth: context.depth,
+      signal: accepted.signal,
+      timeoutMs: Math.min(Math.max(1, accepted.expiresAt - Date.now()), MaxTimerMs),
+      timeoutReason: accepted.timeoutReason,
+      host: accepted.host
+    })
+    // refused before it ran (arguments too large, signal already aborted): the child is still free
+    if (!child.busy && child.usable) this.handOff(child)
+    return result
+  }
+
+  /** A child that has nothing to run goes to the first waiter, or joins the idle ones. */
+  private handOff(child: C): void {
+    const waiter = this.waiters.shift()
+    if (waiter !== undefined) return waiter.run(child)
+    if (this.state !== "active" && this.state !== "loading") return child.fail("Cancelled", "the activation was released")
+    this.idle.push(child)
+  }
+
+  private wait(accepted: Accepted): Promise<unknown> {
+    const { signal, invocation } = accepted
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted === true) return reject(cancelled(invocation.toolName, invocation.context))
+      let timer: NodeJS.Timeout | undefined = undefined
+      const onAbort = () => leave(cancelled(invocation.toolName, invocation.context))
+      const settle = () => {
+        waiter.done = true
+        clearTimeout(timer)
+        signal?.removeEventListener("abort", onAbort)
+        const index = this.waiters.indexOf(waiter)
+        if (index !== -1) this.waiters.splice(index, 1)
+      }
+      const leave = (error: unknown) => {
+        if (waiter.done) return
+        settle()
+        reject(error)
+      }
+      const waiter: Waiter<C> = {
+        nested: invocation.context.parentCallId !== null,
+        started: undefined,
+        done: false,
+        run: (child) => {
+          settle()
+          this.run(child, accepted).then(resolve, reject)
+        },
+        fail: leave
+      }
+      timer = setTimeout(
+        () => leave(this.timeout(accepted, "while it waited for a child")),
+        Math.min(Math.max(1, accepted.expiresAt - Date.now()), MaxTimerMs)
+      )
+      signal?.addEventListener("abort", onAbort, { once: true })
+      this.waiters.push(waiter)
+      this.refill()
+    })
+  }
+
+  /** Starts a child for every waiter that may have one and has none starting. */
+  private refill(): void {
+    if (this.state === "closed") return
+    // starting a child may evict others, whose death calls back here
+    if (this.refilling) {
+      this.refillAgain = true
+      return
+    }
+    this.refilling = true
+    try {
+      do {
+        this.refillAgain = false
+        for (const waiter of [...this.waiters]) {
+          if (waiter.done || waiter.started !== undefined) continue
+          if (!waiter.nested && this.children.size >= this.ctx.config.maximumRuntimeEnvironments) continue
+          this.startFor(waiter)
+        }
+      } while (this.refillAgain)
+    } finally {
+      this.refilling = false
+    }
+  }
+
+  private startFor(waiter: Waiter<C>): void {
+    let child: C
+    try {
+      child = this.spawnChild(this)
+    } catch (error) {
+      return waiter.fail(this.spawnFailed(`a new child could not be started: ${(error as Error).message}`))
+    }
+    this.children.add(child)
+    this.reserved.set(child, waiter)
+    waiter.started = child
+    // a child that loads is handed on by `onIdle`, before this continuation runs
+    child.load(this.loadLine, this.ctx.config.activationTimeoutMs).then(
+      (answer) => {
+        if (answer._tag === "Loaded") return
+        child.fail("ChildExited", "its package did not load")
+        this.startFailed(waiter, child, this.spawnFailed(`a new child could not load the package: ${answer.detail}`))
+      },
+      (error: unknown) =>
+        this.startFailed(
+          waiter,
+          child,
+          isSandboxError(error) && error.reason === "Cancelled" ? error : this.spawnFailed(`a new child did not start: ${(error as Error).message}`)
+        )
+    )
+  }
+
+  private startFailed(waiter: Waiter<C>, child: C, error: unknown): void {
+    if (waiter.started !== child) return
+    waiter.started = undefined
+    // no retry: a package that stopped loading would start children forever
+    waiter.fail(error)
+  }
+
+  private spawnFailed(detail: string): SandboxError {
+    return new SandboxError({ reason: "SpawnFailed", toolName: this.source.toolName, detail })
+  }
+
+  private timeout(accepted: Accepted, when: string): SandboxError {
+    return new SandboxError({ reason: "Timeout", toolName: accepted.invocation.toolName, detail: `the invocation ${accepted.timeoutReason} ${when}` })
+  }
 }
 
-/**
- * Waits for the first child's answer and turns it into a version, or into the `PackageError` that
- * `activate` rejects with (the child is killed and the version directory removed then).
- */
-export const finishActivation = async <C extends InvocableChild>(
-  ctx: RunnerContext,
-  source: CodeRunner.CodeSource,
-  versionDir: string,
-  first: C,
-  spawnChild: () => C,
-  loadLine: string | undefined,
-  defaultPath: string
-): Promise<SandboxedVersion<C>> => {
-  let answer: LoadAnswer
-  try {
-    answer = await first.load(loadLine, ctx.config.activationTimeoutMs)
-  } catch (error) {
-    ctx.dirs.remove(versionDir)
-    throw packageError(source, "ActivationError", undefined, `the tool did not load: ${(error as Error).message}`)
-  }
-  if (answer._tag === "LoadFailed") {
-    first.fail("ChildExited", "its package did not load")
-    ctx.dirs.remove(versionDir)
-    const path = answer.path ??
-      (answer.reason === "MissingEntrypoint" || answer.reason === "EntrypointNotATool" ? defaultPath : undefined)
-    throw packageError(source, answer.reason, path, path !== undefined && !answer.detail.startsWith(path) ? `${path}: ${answer.detail}` : answer.detail)
-  }
-  return new SandboxedVersion(ctx, source, versionDir, answer.metadata, first, spawnChild, loadLine)
-}
+const released = (invocation: CodeRunner.Invocation): HarnessError.PackageError =>
+  new HarnessError.PackageError({
+    name: invocation.toolName,
+    reason: "NoRunner",
+    detail: `activation ${invocation.activationId} was released`
+  })
 
 export const packageError = (
   source: CodeRunner.CodeSource,
@@ -138,3 +345,13 @@ export const writeShipped = (target: string, content: string | Buffer): void => 
   fs.writeFileSync(target, content)
   fs.chmodSync(target, 0o644)
 }
+
+/** Resolves when every promise has, or after `ms`, whichever comes first. */
+export const within = (promises: ReadonlyArray<Promise<void>>, ms: number): Promise<void> =>
+  new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    void Promise.all(promises).then(() => {
+      clearTimeout(timer)
+      resolve()
+    })
+  })

@@ -1,7 +1,8 @@
 /**
- * Detects which isolation layers are active on this host and reports them as data. A limit that is
- * silently absent is a bug: every runner reads the same detected `Isolation`, and
- * `describeIsolation()` tells an application (and the README) exactly what a child gets here.
+ * The isolation a sandboxed child gets on this host: which layers are active, detected once and
+ * reported as data. A limit that is silently absent is a bug: every runner reads the same detected
+ * `Isolation`, and `describeIsolation()` tells an application (and the README) exactly what a child
+ * gets here. (Named `Isolation`, not `…Layers`, so it is not mistaken for an Effect `Layer`.)
  *
  * Detection runs a few short probes once per configuration (`prlimit … true`, `bwrap … true`,
  * `python3 -c …`) and caches the answer.
