@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { JitHarness } from "../src/JitHarness.js"
 import { tool } from "../src/Tool.js"
-import { add, codeTool, makeHarness, rejection, twiceSource, withTwice } from "./fixtures.js"
+import { add, codeTool, makeHarness, makeHarnessWithUnbound, rejection, twiceSource, withTwice } from "./fixtures.js"
 
 describe("the application API: complete and unbudgeted (APP-01..11)", () => {
   it("listTools returns the whole catalog with full descriptions (APP-01, APP-06)", async () => {
@@ -123,11 +123,11 @@ describe("the application API: complete and unbudgeted (APP-01..11)", () => {
   })
 
   it("modelTools lists what the model can call now: loaded, bound, no management tools", async () => {
-    const harness = await withTwice()
+    const harness = await makeHarnessWithUnbound(["ghost"])
+    await harness.callTool("create_tool", { entrypoint: "twice", source: twiceSource })
     await harness.createTool({ kind: "text", name: "notes", description: "Notes.", source: "# n" })
     await harness.createTool({ entrypoint: "hidden", source: codeTool("hidden", `1`) })
     await harness.unloadTool("hidden")
-    harness.registry.bindBase("ghost", undefined)
     expect(harness.modelTools().map((entry) => [entry.name, entry.origin])).toEqual([
       ["add", "base"],
       ["twice", "code"],

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { JitHarness, type Middleware } from "../src/JitHarness.js"
 import { multimodal } from "../src/Measure.js"
 import { tool } from "../src/Tool.js"
-import { add, codeTool, makeHarness, recordEvents, rejection, withTwice } from "./fixtures.js"
+import { add, codeTool, makeHarness, makeHarnessWithUnbound, modeOptions, recordEvents, rejection, withTwice } from "./fixtures.js"
 
 const open = { type: "object" } as const
 
@@ -84,8 +84,7 @@ describe("dispatch of base tools", () => {
   })
 
   it("a base name without binding is unbound; calling it is rejected MissingBinding (STS-05, SNAP-15, D-09)", async () => {
-    const harness = makeHarness()
-    harness.registry.bindBase("ghost", undefined)
+    const harness = await makeHarnessWithUnbound(["ghost"])
     expect(harness.listTools().find((entry) => entry.name === "ghost")).toEqual({
       name: "ghost",
       origin: "base",
@@ -189,8 +188,11 @@ describe("manageBaseTools (BASE-01..17, UNL-14)", () => {
   })
 
   it("with false, base unload marks are not enforced (BASE-14)", async () => {
-    const harness = makeHarness({ manageBaseTools: false })
-    harness.registry.unloaded.add("add")
+    const harness = await JitHarness.fromSnapshot(
+      { format_version: 1, tools: [], text_tools: [], base_tools: ["add"], unloaded_tools: ["add"] },
+      { ...modeOptions(), tools: [add], manageBaseTools: false }
+    )
+    expect(harness.snapshot().unloaded_tools).toEqual(["add"])
     expect(harness.listTools()[0]).toMatchObject({ name: "add", state: "loaded" })
     expect(await harness.callTool("add", { left: 2, right: 2 })).toBe(4)
   })

@@ -7,7 +7,7 @@ import * as Stream from "effect/Stream"
 import { JitHarness } from "../src/JitHarness.js"
 import * as JitToolEvent from "../src/JitToolEvent.js"
 import { tool } from "../src/Tool.js"
-import { add, codeTool, makeHarness, recordEvents, rejection, withTwice } from "./fixtures.js"
+import { add, codeTool, makeHarness, makeHarnessWithUnbound, recordEvents, rejection, withTwice } from "./fixtures.js"
 
 /** Lets a forked stream reach its subscription (a stream subscribes when it starts running). */
 const subscribed = (harness: JitHarness) =>
@@ -129,10 +129,9 @@ describe("jit_tool_started / jit_tool_completed (EVT-01..13, D-10, D-11)", () =>
   })
 
   it("no pair for calls rejected before dispatch or for unknown names (EVT-09..11, STS-07)", async () => {
-    const harness = makeHarness()
+    const harness = await makeHarnessWithUnbound(["ghost"])
     await harness.createTool({ entrypoint: "dep", source: codeTool("dep", `"x"`) })
     await harness.unloadTool("dep")
-    harness.registry.bindBase("ghost", undefined)
     const events = recordEvents(harness)
     await rejection(harness.callTool("dep", {}))
     await rejection(harness.callTool("ghost", {}))

@@ -257,7 +257,7 @@ describe("configuration (D-16, ERR-03, AMB-14)", () => {
 
   it("rejects an unknown exposure or execution mode", () => {
     expect(() => new JitHarness({ inspectionTools: "sometimes" as never })).toThrowError(expect.objectContaining({ option: "inspectionTools" }))
-    expect(() => new JitHarness({ executionMode: "remote" as never })).toThrowError(expect.objectContaining({ option: "executionMode" }))
+    expect(() => new JitHarness({ codeExecution: "remote" as never })).toThrowError(expect.objectContaining({ option: "codeExecution" }))
   })
 
   it("a sandboxed harness without runners is refused at construction (D-01, D-02)", () => {

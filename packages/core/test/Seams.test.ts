@@ -138,7 +138,7 @@ describe("Admission", () => {
     gate.resolve()
     await first
     await flush()
-    runs = (globalThis as Record<string, number>).__jitboxSeamRuns!
+    runs = (globalThis as unknown as Record<string, number>).__jitboxSeamRuns!
     expect(runs).toBe(1)
     expect(harness.profile("counted").calls.map((call) => call.status)).toEqual(["cancelled", "completed"])
     delete (globalThis as Record<string, unknown>).__jitboxSeamRuns

@@ -50,6 +50,16 @@ export const modeOptions = (): JitHarnessOptions =>
 export const makeHarness = (options: JitHarnessOptions = {}): JitHarness =>
   new JitHarness({ sessionId: "test", tools: [add], ...modeOptions(), ...options })
 
+/** A harness whose toolbox knows base tool names without a binding (as a snapshot that names them leaves it). */
+export const makeHarnessWithUnbound = async (names: ReadonlyArray<string>, options: JitHarnessOptions = {}): Promise<JitHarness> => {
+  const harness = new JitHarness(
+    { format_version: 1, tools: [], text_tools: [], base_tools: [...names], unloaded_tools: [] },
+    { sessionId: "test", tools: [add], ...modeOptions(), ...options }
+  )
+  await harness.ready
+  return harness
+}
+
 export const withTwice = async (options: JitHarnessOptions = {}): Promise<JitHarness> => {
   const harness = makeHarness(options)
   await harness.callTool("create_tool", { entrypoint: "twice", source: twiceSource })
