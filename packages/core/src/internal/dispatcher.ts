@@ -43,6 +43,9 @@ export interface DispatcherOptions {
   readonly maxCallDepth: number
 }
 
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  value !== null && (typeof value === "object" || typeof value === "function") && typeof (value as { then?: unknown }).then === "function"
+
 /** Settles with `pending`, or rejects with the signal's reason as soon as it aborts. */
 const abortedBy = <A>(pending: A | PromiseLike<A>, signal: AbortSignal): Promise<A> =>
   new Promise<A>((resolve, reject) => {
@@ -212,7 +215,11 @@ export class Dispatcher implements Session, CallHost {
     }
   }
 
-  private async attempt(entry: Entry, call: LiveCall): Promise<unknown> {
+  /**
+   * One attempt. A handler that answers synchronously (most base tools, many code tools) settles
+   * without an extra await: the promise the caller gets is the only one made.
+   */
+  private attempt(entry: Entry, call: LiveCall): Promise<unknown> {
     const started = performance.now()
     call.startedAt = started
     const origin = entry.origin
@@ -220,8 +227,9 @@ export class Dispatcher implements Session, CallHost {
     const recorded = origin !== "base" || this.o.registry.manageBaseTools
     const rejected = this.rejection(entry, call.depth)
     if (rejected !== undefined) {
+      call.end()
       if (recorded) this.fail(call, started, "rejected", rejected)
-      throw rejected
+      return Promise.reject(rejected)
     }
     const events = this.o.events
     const emits = origin !== "base" && events.active
@@ -233,7 +241,7 @@ export class Dispatcher implements Session, CallHost {
       })
     }
     let version: CodeVersion | undefined
-    let result: unknown
+    let pending: unknown
     try {
       const validate = origin === "base"
         ? entry.binding!.validate
@@ -244,7 +252,6 @@ export class Dispatcher implements Session, CallHost {
         : entry.validate
       const problems = validate(args)
       if (problems !== undefined) throw new ValidationError({ name: entry.name, issues: problems })
-      let pending: unknown
       switch (origin) {
         case "base":
           pending = entry.binding!.handler(args, call)
@@ -261,25 +268,74 @@ export class Dispatcher implements Session, CallHost {
           pending = entry.handler(args, call)
           break
       }
-      const signal = call.cancelSignal
-      result = signal === undefined ? await pending : await abortedBy(pending, signal)
     } catch (thrown) {
-      if (call.callerAborted) {
-        const cancelled = new ToolCancelled({ name: entry.name, callId: call.callId })
-        if (recorded) this.finish(call, started, "cancelled", null, cancelled._tag)
-        if (emits) this.completed(entry, call, false, cancelled._tag)
-        throw cancelled
-      }
-      if (recorded) this.fail(call, started, "failed", thrown)
-      if (emits) this.completed(entry, call, false, ThrownValue.errorType(thrown))
-      throw thrown
-    } finally {
-      call.end()
-      if (version !== undefined && --version.inflight === 0 && version.retired) void release(version)
+      return Promise.reject(this.failed(entry, call, started, thrown, version, recorded, emits))
     }
+    const signal = call.cancelSignal
+    if (signal === undefined && !isThenable(pending)) {
+      return Promise.resolve(this.succeeded(entry, call, started, pending, version, recorded, emits))
+    }
+    return this.settle(entry, call, started, signal === undefined ? pending : abortedBy(pending, signal), version, recorded, emits)
+  }
+
+  private async settle(
+    entry: Entry,
+    call: LiveCall,
+    started: number,
+    pending: unknown,
+    version: CodeVersion | undefined,
+    recorded: boolean,
+    emits: boolean
+  ): Promise<unknown> {
+    let result: unknown
+    try {
+      result = await pending
+    } catch (thrown) {
+      throw this.failed(entry, call, started, thrown, version, recorded, emits)
+    }
+    return this.succeeded(entry, call, started, result, version, recorded, emits)
+  }
+
+  private succeeded(
+    entry: Entry,
+    call: LiveCall,
+    started: number,
+    result: unknown,
+    version: CodeVersion | undefined,
+    recorded: boolean,
+    emits: boolean
+  ): unknown {
+    this.ended(call, version)
     if (recorded) this.finish(call, started, "completed", Measure.output(result), null)
     if (emits) this.completed(entry, call, true, null)
     return result
+  }
+
+  /** Records a failure and answers what the caller gets: the thrown value, or `ToolCancelled` when the caller gave up. */
+  private failed(
+    entry: Entry,
+    call: LiveCall,
+    started: number,
+    thrown: unknown,
+    version: CodeVersion | undefined,
+    recorded: boolean,
+    emits: boolean
+  ): unknown {
+    this.ended(call, version)
+    if (call.callerAborted) {
+      const cancelled = new ToolCancelled({ name: entry.name, callId: call.callId })
+      if (recorded) this.finish(call, started, "cancelled", null, cancelled._tag)
+      if (emits) this.completed(entry, call, false, cancelled._tag)
+      return cancelled
+    }
+    if (recorded) this.fail(call, started, "failed", thrown)
+    if (emits) this.completed(entry, call, false, ThrownValue.errorType(thrown))
+    return thrown
+  }
+
+  private ended(call: LiveCall, version: CodeVersion | undefined): void {
+    call.end()
+    if (version !== undefined && --version.inflight === 0 && version.retired) void release(version)
   }
 
   private completed(entry: Entry, call: LiveCall, success: boolean, errorType: string | null): void {
