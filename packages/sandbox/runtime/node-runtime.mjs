@@ -192,6 +192,8 @@ const reply = (id, value) => {
   rawWrite(`{"_tag":"Result","invocationId":${JSON.stringify(id)},"cpuMs":${cpuMs()},"value":${json}}\n`)
 }
 
+const quiet = new AbortController().signal
+
 const invoke = (message) => {
   const id = message.invocationId
   const store = {
@@ -199,8 +201,8 @@ const invoke = (message) => {
     callId: message.callId,
     depth: message.depth,
     toolName: message.toolName,
-    // the host kills the process to cancel, so this signal only says that the call can be cancelled
-    signal: message.cancellable === true ? new AbortController().signal : undefined,
+    // always a signal, as in process; the host cancels by killing the process group, so it never fires here
+    signal: quiet,
     callTool: (name, args) => harness.callTool(name, args)
   }
   let result

@@ -1,18 +1,22 @@
 /**
  * The warm children of one runner, and the bound on idle ones.
  *
- * **One invocation per child.** Each activation (one package version in one session) has its own
- * warm children, and a child runs one invocation at a time. A timeout or a cancellation SIGKILLs
- * the process group of the child it was for, so it ends exactly that invocation: the others of the
- * same version run on in their own children.
+ * **One call chain per child.** Each activation (one package version in one session) has its own
+ * warm children, and a child runs one top-level invocation at a time. A timeout or a cancellation
+ * SIGKILLs the process group of the child it was for, so it ends exactly that invocation (and the
+ * calls it is waiting on in that child): the others of the same version run on in their own
+ * children.
  *
  * **Which child.** An invocation takes its activation's most recently used idle child. With none
  * idle it starts a new one, unless it is a top-level call (no parent call) and the activation
  * already has `maximumRuntimeEnvironments` children (starting, busy or idle): then it waits, first
  * come first served, for one of them to finish (within its own timeout, deadline and signal). A
- * nested call never waits: if A's invocation calls A again (A → A, or A → B → A), A's busy
- * children may be exactly the ones waiting for that call, so it starts one more child, beyond the
- * bound. Every busy child then belongs to a chain of calls that can finish, and nothing deadlocks.
+ * nested call never waits. If one of its ancestors runs in a child of the same activation (A → A,
+ * or A → B → A), it runs re-entrantly in that child, which is waiting on it anyway: a recursion 32
+ * deep holds one child, not 32 (ancestors are found in the runner's own record of which call runs
+ * where, by the call ids the harness gave, never from what a child says). Otherwise it takes an
+ * idle child or starts one more, beyond the bound. Every busy child then belongs to a chain of
+ * calls that can finish, and nothing deadlocks.
  *
  * **Idle children** are kept at most `maximumRuntimeEnvironments` across the runner: starting a
  * child first evicts the least recently used idle ones, and a child that becomes idle trims the

@@ -190,7 +190,7 @@ describe("PythonRunner", () => {
       await code.dispose()
     })
 
-    it("a def tool that calls itself through the host gets a child per nested call, beyond a bound of 1", async () => {
+    it("a def tool that calls itself through the host re-enters its own child: a recursion takes one child", async () => {
       const single = SandboxRunner.make({ ...testOptions, maximumRuntimeEnvironments: 1 })
       try {
         const harness = new MiniHarness(single)
@@ -208,7 +208,8 @@ describe("PythonRunner", () => {
         }))
         const result = await harness.call("main", { n: 4 }) as { sum: number; children: Array<string> }
         expect(result.sum).toBe(10)
-        expect(new Set(result.children).size).toBe(5)
+        expect(new Set(result.children).size).toBe(1)
+        expect(single.poolSize()).toBe(1)
         expect(harness.calls.map((call) => call.depth)).toEqual([1, 2, 3, 4, 5])
       } finally {
         await single.close()

@@ -24,6 +24,12 @@ export class RunnerContext {
   /** Prefix of every child's marker value. */
   readonly id = randomBytes(6).toString("hex")
   readonly dirs: Directories
+  /**
+   * Every invocation running in a child of this runner, by session and call id, with its parent's
+   * key: a nested call whose ancestor runs in a child of the same activation runs re-entrantly in
+   * that child (which waits on it anyway) instead of taking one more.
+   */
+  readonly running = new Map<string, { readonly child: ChildBase; readonly parent: string | null }>()
   private children = 0
 
   constructor(

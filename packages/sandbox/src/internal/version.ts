@@ -136,9 +136,14 @@ export class SandboxedVersion<C extends InvocableChild> implements Activated, Ch
     const accepted: Accepted = { invocation, signal, host, expiresAt, timeoutReason }
     if (expiresAt <= now) return Promise.reject(this.timeout(accepted, "before it started"))
     this.inflight++
-    let child = this.idle.pop()
+    const ancestor = this.ancestorChild(context)
+    let child = ancestor === undefined ? this.idle.pop() : undefined
     while (child !== undefined && !child.usable) child = this.idle.pop()
-    const result = child !== undefined ? this.run(child, accepted) : this.wait(accepted)
+    const result = ancestor !== undefined
+      ? this.run(ancestor, accepted)
+      : child !== undefined
+      ? this.run(child, accepted)
+      : this.wait(accepted)
     result.then(this.settled, this.settled)
     return result
   }
@@ -195,7 +200,39 @@ export class SandboxedVersion<C extends InvocableChild> implements Activated, Ch
     if (--this.inflight === 0 && this.drained !== undefined) this.drained()
   }
 
+  /**
+   * The child of this activation that runs an ancestor of the call, if any: A → A, or A → B → A.
+   * The ancestor waits on this call, so running it there re-entrantly takes no child more; a
+   * recursion 32 deep would otherwise hold 32 children at once. Found from this runner's own record
+   * of what runs where, by the call ids the harness gave.
+   */
+  private ancestorChild(context: CodeRunner.CallContext): C | undefined {
+    let key = context.parentCallId === null ? null : runningKey(context.sessionId, context.parentCallId)
+    for (let hops = 0; key !== null && hops < 1_024; hops++) {
+      const entry = this.ctx.running.get(key)
+      if (entry === undefined) return undefined
+      const child = entry.child as C
+      if (this.children.has(child) && child.usable) return child
+      key = entry.parent
+    }
+    return undefined
+  }
+
   private run(child: C, accepted: Accepted): Promise<unknown> {
+    const { invocation } = accepted
+    const context = invocation.context
+    const key = runningKey(context.sessionId, context.callId)
+    const running = this.ctx.running
+    running.set(key, { child, parent: context.parentCallId === null ? null : runningKey(context.sessionId, context.parentCallId) })
+    const result = this.invokeIn(child, accepted)
+    const forget = () => {
+      if (running.get(key)?.child === child) running.delete(key)
+    }
+    result.then(forget, forget)
+    return result
+  }
+
+  private invokeIn(child: C, accepted: Accepted): Promise<unknown> {
     const { invocation } = accepted
     const context = invocation.context
     const result = child.invoke(invocation.args, {
@@ -322,6 +359,8 @@ export class SandboxedVersion<C extends InvocableChild> implements Activated, Ch
     return new SandboxError({ reason: "Timeout", toolName: accepted.invocation.toolName, detail: `the invocation ${accepted.timeoutReason} ${when}` })
   }
 }
+
+const runningKey = (sessionId: string, callId: string): string => `${sessionId}\u0000${callId}`
 
 const released = (invocation: CodeRunner.Invocation): HarnessError.PackageError =>
   new HarnessError.PackageError({
