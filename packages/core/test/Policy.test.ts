@@ -1,6 +1,17 @@
+import { it as effect } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as TestClock from "effect/TestClock"
 import { describe, expect, it } from "vitest"
-import { rejection as failure } from "./fixtures.js"
-import { HarnessError, JitHarness, JitPolicy } from "../src/index.js"
+import { flush, rejection as failure } from "./fixtures.js"
+import { Harness, HarnessError, JitHarness, JitPolicy } from "../src/index.js"
+
+/** Calls `name` in a fiber, so a test can move the TestClock while it runs. */
+const callInFiber = (harness: JitHarness, name: string, args: unknown) =>
+  Effect.fork(Effect.either(Effect.tryPromise({ try: () => harness.callTool(name, args), catch: (error) => error as { _tag: string; seconds?: number } })))
+
+/** Lets promise callbacks run between TestClock moves. */
+const settle = Effect.promise(() => flush())
 
 const slowTool = `export const slow = tool({
   description: "Wait, then answer.",
@@ -143,15 +154,22 @@ export const probe = tool({ description: "Measure overlap.", guidelines: "Use in
     expect(Math.max(...(peaks as Array<number>))).toBe(1)
   })
 
-  it("stops a code call at the short timeout with a ToolTimeout failure (JT-POL-14)", async () => {
-    const harness = new JitHarness({ policy: { allowedLanguages: ["JavaScript"], shortInvocationTimeoutSeconds: 1 } })
-    await harness.createTool({ entrypoint: "slow", source: slowTool })
-    const error = await failure(harness.callTool("slow", { ms: 5_000 }))
-    expect(error._tag).toBe("ToolTimeout")
-    const record = harness.profile("slow").calls[0]
-    expect(record?.status).toBe("failed")
-    expect(record?.error_type).toBe("ToolTimeout")
-  })
+  effect.effect("stops a code call at the short timeout with a ToolTimeout failure, on the harness's clock (JT-POL-14)", () =>
+    Effect.gen(function*() {
+      const harness = yield* Harness.makeScoped({ policy: { allowedLanguages: ["JavaScript"], shortInvocationTimeoutSeconds: 7 } })
+      yield* Effect.promise(() => harness.createTool({ entrypoint: "slow", source: slowTool }))
+      const call = yield* callInFiber(harness, "slow", { ms: 600_000 })
+      yield* settle
+      yield* TestClock.adjust("6999 millis")
+      yield* settle
+      expect(call.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("1 millis")
+      const outcome = yield* Fiber.join(call)
+      expect(outcome._tag === "Left" && outcome.left).toMatchObject({ _tag: "ToolTimeout", seconds: 7 })
+      const record = harness.profile("slow").calls[0]
+      expect(record?.status).toBe("failed")
+      expect(record?.error_type).toBe("ToolTimeout")
+    }).pipe(Effect.scoped))
 
   it("has no budgets without a policy (D-21)", async () => {
     const harness = new JitHarness()
@@ -178,22 +196,36 @@ describe("asynchronous operations (D-19, JT-POL-08)", () => {
     expect(harness.operationTools()).toEqual([])
   })
 
-  it("start answers at once; await returns finished results once and lists the running ids", async () => {
-    const harness = await withAsync()
-    const fast = (await harness.callTool("start_invocation", { name: "slow", arguments: { ms: 10 } })) as { invocation_id: string }
-    const long = (await harness.callTool("start_invocation", { name: "slow", arguments: { ms: 2_000 } })) as { invocation_id: string }
-    const first = (await harness.callTool("await_invocations", {
-      invocation_ids: [fast.invocation_id, long.invocation_id],
-      timeout_seconds: 0.3
-    })) as { finished: Array<{ invocation_id: string; status: string; result: unknown }>; running: Array<string> }
-    expect(first.finished).toEqual([{ invocation_id: fast.invocation_id, tool_name: "slow", status: "completed", result: 10 }])
-    expect(first.running).toEqual([long.invocation_id])
-    expect((await failure(harness.awaitInvocations([fast.invocation_id])))._tag).toBe("InvalidToolRequest")
-    expect(harness.cancelInvocation(long.invocation_id)).toEqual({ invocation_id: long.invocation_id, status: "cancelled" })
-    const second = await harness.awaitInvocations([long.invocation_id], 1)
-    expect(second.finished[0]?.status).toBe("cancelled")
-    expect(harness.profileStats("slow").cancelled_count).toBe(1)
-  })
+  effect.effect("start answers at once; await returns finished results once and lists the running ids, on the harness's clock", () =>
+    Effect.gen(function*() {
+      const harness = yield* Harness.makeScoped({
+        policy: { allowedLanguages: ["JavaScript"], allowAsyncOperations: true, maximumInvocations: 100 }
+      })
+      yield* Effect.promise(() => harness.createTool({ entrypoint: "slow", source: slowTool }))
+      const start = (ms: number) =>
+        Effect.promise(() => harness.callTool("start_invocation", { name: "slow", arguments: { ms } }) as Promise<{ invocation_id: string }>)
+      const fast = yield* start(0)
+      const long = yield* start(600_000)
+      const waiting = yield* Effect.fork(Effect.promise(() =>
+        harness.callTool("await_invocations", { invocation_ids: [fast.invocation_id, long.invocation_id], timeout_seconds: 30 }) as Promise<{
+          finished: Array<{ invocation_id: string; status: string; result: unknown }>
+          running: Array<string>
+        }>
+      ))
+      yield* settle
+      yield* TestClock.adjust("29 seconds")
+      yield* settle
+      expect(waiting.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("1 second")
+      const first = yield* Fiber.join(waiting)
+      expect(first.finished).toEqual([{ invocation_id: fast.invocation_id, tool_name: "slow", status: "completed", result: 0 }])
+      expect(first.running).toEqual([long.invocation_id])
+      expect((yield* Effect.promise(() => failure(harness.awaitInvocations([fast.invocation_id]))))._tag).toBe("InvalidToolRequest")
+      expect(harness.cancelInvocation(long.invocation_id)).toEqual({ invocation_id: long.invocation_id, status: "cancelled" })
+      const second = yield* Effect.promise(() => harness.awaitInvocations([long.invocation_id], 1))
+      expect(second.finished[0]?.status).toBe("cancelled")
+      expect(harness.profileStats("slow").cancelled_count).toBe(1)
+    }).pipe(Effect.scoped))
 
   it("cancel is idempotent and bounds the id count", async () => {
     const harness = await withAsync({ maximumConcurrentInvocations: 1 })
@@ -241,18 +273,32 @@ describe("asynchronous operations (D-19, JT-POL-08)", () => {
 })
 
 describe("duration classes (JT-CTR-02)", () => {
-  it("a long tool needs allowLongRunning and gets the long timeout instead of the short one", async () => {
+  it("a long tool needs allowLongRunning", async () => {
     const strict = new JitHarness({ policy: { allowedLanguages: ["JavaScript"], shortInvocationTimeoutSeconds: 1 } })
     const refused = await failure(strict.createTool({ entrypoint: "slow", source: slowTool, duration: "long" }))
     expect(refused.reason).toBe("LongRunningNotAllowed")
-
-    const open = new JitHarness({
-      policy: { allowedLanguages: ["JavaScript"], allowLongRunning: true, shortInvocationTimeoutSeconds: 1 }
-    })
-    await open.createTool({ entrypoint: "slow", source: slowTool, duration: "long" })
-    expect(await open.callTool("slow", { ms: 1_300 })).toBe(1_300)
-    await open.createTool({ name: "quick", entrypoint: "slow", source: slowTool })
-    expect((await failure(open.callTool("quick", { ms: 1_300 })))._tag).toBe("ToolTimeout")
-    expect(open.snapshot().tools.find((tool) => tool.name === "slow")?.duration).toBe("long")
   })
+
+  effect.effect("a long tool gets the long timeout instead of the short one, on the harness's clock", () =>
+    Effect.gen(function*() {
+      const open = yield* Harness.makeScoped({
+        policy: { allowedLanguages: ["JavaScript"], allowLongRunning: true, shortInvocationTimeoutSeconds: 1, invocationTimeoutSeconds: 300 }
+      })
+      yield* Effect.promise(() => open.createTool({ entrypoint: "slow", source: slowTool, duration: "long" }))
+      yield* Effect.promise(() => open.createTool({ name: "quick", entrypoint: "slow", source: slowTool }))
+      const long = yield* callInFiber(open, "slow", { ms: 600_000 })
+      const quick = yield* callInFiber(open, "quick", { ms: 600_000 })
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      const quickOutcome = yield* Fiber.join(quick)
+      expect(quickOutcome._tag === "Left" && quickOutcome.left).toMatchObject({ _tag: "ToolTimeout", seconds: 1 })
+      yield* settle
+      yield* TestClock.adjust("298 seconds")
+      yield* settle
+      expect(long.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("1 second")
+      const longOutcome = yield* Fiber.join(long)
+      expect(longOutcome._tag === "Left" && longOutcome.left).toMatchObject({ _tag: "ToolTimeout", seconds: 300 })
+      expect(open.snapshot().tools.find((tool) => tool.name === "slow")?.duration).toBe("long")
+    }).pipe(Effect.scoped))
 })
