@@ -80,15 +80,7 @@ const directTools = (tools: BaseTools | undefined, sessionId: string): RequestTo
   } catch (cause) {
     throw new AgentError({ reason: "Configuration", detail: `base tools must be named tool(...) definitions: ${String(cause)}` })
   }
-  const list: ReadonlyArray<RequestTool> = harness.modelTools().map((tool) => ({
-    name: tool.name,
-    description: tool.description,
-    parameters: tool.parameters,
-    deferLoading: false,
-    executionMode: tool.executionMode,
-    management: false,
-    guidelines: tool.guidelines
-  }))
+  const list: ReadonlyArray<RequestTool> = harness.definitions("chat_completions").tools.filter((tool) => !tool.management)
   const offered = new Set(list.map((tool) => tool.name))
   return {
     definitions: () => Promise.resolve({ instructions: "", tools: list }),
