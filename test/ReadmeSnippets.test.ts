@@ -64,7 +64,7 @@ const blocksOf = (readme: string, text: string): Array<Block> => {
     }
     const [language = "", ...flags] = open.info.split(/\s+/)
     if (language === "ts" || language === "typescript") {
-      const slug = readme.replace(/\/README\.md$/, "").replace(/[^A-Za-z0-9]+/g, "-")
+      const slug = readme.replace(/(^|\/)README\.md$/, "$1README").replace(/[^A-Za-z0-9]+/g, "-")
       blocks.push({
         readme,
         fenceLine: open.line,
