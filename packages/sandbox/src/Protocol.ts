@@ -150,18 +150,39 @@ const decodeBashEither = Schema.decodeUnknownEither(BashMessage)
 export const decodeChildLine = (line: string): ChildMessage | string => decodeWith(decodeChildEither, line, warmMessage)
 
 /** @since 0.1.0 @category decoding */
-export const decodeBashLine = (line: string): BashMessage | string => decodeWith(decodeBashEither, line)
+export const decodeBashLine = (line: string): BashMessage | string => decodeWith(decodeBashEither, line, warmBashMessage)
 
 /**
- * The messages of a warm call (`Result`, `Log`) checked by hand, a fast path around the schema
- * decoder: only objects with exactly the schema's keys and types pass, so what passes is what the
- * schema would return; anything else (excess keys included) goes through the schema.
+ * The messages of a warm call (`Result`, `Log`; Bash: `Output`, `Reaped`) checked by hand, a fast
+ * path around the schema decoder: only objects with exactly the schema's keys and types pass, so
+ * what passes is what the schema would return; anything else (excess keys included) goes through
+ * the schema.
  */
+const countKeys = (o: object): number => {
+  let keys = 0
+  for (const _ in o) keys++
+  return keys
+}
+
+const warmBashMessage = (json: unknown): BashMessage | undefined => {
+  if (typeof json !== "object" || json === null) return undefined
+  const o = json as Record<string, unknown>
+  switch (o._tag) {
+    case "Output":
+      return typeof o.invocationId === "string" && typeof o.exitCode === "number" && countKeys(o) === 3
+        ? o as typeof Output.Type
+        : undefined
+    case "Reaped":
+      return typeof o.exitCode === "number" && countKeys(o) === 2 ? o as typeof Reaped.Type : undefined
+    default:
+      return undefined
+  }
+}
+
 const warmMessage = (json: unknown): ChildMessage | undefined => {
   if (typeof json !== "object" || json === null) return undefined
   const o = json as Record<string, unknown>
-  let keys = 0
-  for (const _ in o) keys++
+  const keys = countKeys(o)
   switch (o._tag) {
     case "Result":
       return typeof o.invocationId === "string" && "value" in o &&
