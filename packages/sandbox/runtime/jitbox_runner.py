@@ -14,7 +14,6 @@ its invocations run concurrently and compose with ``await harness.call_tool(name
 import builtins
 import contextvars
 import enum
-import importlib
 import json
 import os
 import sys
@@ -358,7 +357,7 @@ def _failing_file(error):
 def _load(message):
     global _entry, _loop
     try:
-        module = importlib.import_module(PACKAGE)
+        module = __import__(PACKAGE)  # a top-level package: importlib.import_module would only cost its import
     except SyntaxError as error:
         path = _relative(error.filename)
         detail = "%s: %s (line %s)" % (type(error).__name__, error.msg, error.lineno)
