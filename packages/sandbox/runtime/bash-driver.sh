@@ -31,11 +31,12 @@ if [[ ! -f $__jb_pkg/main.sh ]]; then
   exit 0
 fi
 
-# Parse main.sh without running it: as the body of a function that is never called.
+# Parse main.sh without running it: as the body of a function that is never called. The error
+# goes to the (still empty) stderr file the host created, so no file is made for it.
 IFS= read -r -d '' __jb_src <"$__jb_pkg/main.sh"
 __jb_fn=$'__jb_check() {\n'"$__jb_src"$'\n}'
-__jb_base=$LINENO; if ! eval "$__jb_fn" 2>"$__jb_out/load"; then
-  IFS=$'\n' read -r __jb_err <"$__jb_out/load"
+__jb_base=$LINENO; if ! eval "$__jb_fn" 2>>"$__jb_out/stderr"; then
+  IFS=$'\n' read -r __jb_err <"$__jb_out/stderr"
   __jb_line=${__jb_err#*: line }
   __jb_line=${__jb_line%%:*}
   __jb_err=${__jb_err#*: line *: }
