@@ -47,8 +47,8 @@ fi
 unset -f __jb_check
 unset __jb_src __jb_fn __jb_base
 
-printf '{"_tag":"Loaded","metadata":{}}\n'
 set -m
+__jb_loaded='{"_tag":"Loaded","metadata":{}}'
 while :; do
   (
     # a resource limit ends the script with the status of its signal, as if bash had not caught it
@@ -61,6 +61,8 @@ while :; do
     exec 4<&-
     source "$__jb_pkg/main.sh"
   ) &
+  # Loaded goes out once the first subshell is forked, so it gets ready while the host answers
+  [[ -n $__jb_loaded ]] && { printf '%s\n' "$__jb_loaded"; __jb_loaded=; }
   wait $!
   __jb_rc=$?
   kill -KILL -- -$! 2>/dev/null
