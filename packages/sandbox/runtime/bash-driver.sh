@@ -3,7 +3,8 @@
 # advance, in its own process group, which prepares everything it can before the call arrives
 # (work after the call arrives is slow: a freshly forked process pays a copy-on-write fault on every
 # page it writes first): signal and EXIT traps, stdin from $JB_IO/in.json, stdout and stderr
-# appended to $JB_OUT/stdout and $JB_OUT/stderr, the protocol kept on fd 3 (out) and fd 4 (in). For
+# appended to $JB_OUT/stdout and $JB_OUT/stderr, the protocol kept on fd 3 (out) and fd 4 (in),
+# and one dry run of the builtins the call path uses, so their pages are copied already. For
 # an invocation the host rewrites in.json in place with the arguments and sends the invocation id
 # on one line; the subshell reads it, closes fd 4 and sources main.sh, and its EXIT trap answers
 # {"_tag":"Output","invocationId":…,"exitCode":N} before the process is torn down. This driver then
@@ -57,6 +58,10 @@ while :; do
     set +m
     exec 3>&1 4<&0 <"$__jb_io/in.json" >>"$__jb_out/stdout" 2>>"$__jb_out/stderr" || exit 125
     trap 'printf '\''{"_tag":"Output","invocationId":"%s","exitCode":%d}\n'\'' "$__jb_id" "$?" >&3' EXIT
+    # run once what runs after the call arrives (a redirection, source, printf to the protocol,
+    # read): a forked process copies each page it first writes (the first redirection in a fresh
+    # subshell measured 70-90 µs here, the next one 15-25 µs)
+    exec 5<&4 5<&-; source /dev/null; printf '' >&3; IFS= read -r -t 0 -u 4 __jb_id
     IFS= read -r -u 4 __jb_id || { trap - EXIT; kill -KILL $$; exit 0; }
     exec 4<&-
     source "$__jb_pkg/main.sh"
