@@ -1,5 +1,5 @@
 /**
- * Sandbox overhead, per language, in one run:
+ * Sandbox overhead, per language (JavaScript, TypeScript, Python, Bash), in one run:
  *
  * (a) warm: a JSON-lines round trip to a raw warm child spawned with the same layers (prlimit,
  *     bwrap, seccomp, uid, permission flags, scrubbed environment), a minimal echo loop with no
@@ -7,40 +7,147 @@
  * (b) cold: spawning that raw child and doing one round trip, versus a jitbox `activate` of a new
  *     version plus its first `invoke`.
  *
- * Raw and jitbox samples alternate (ABAB) so both see the same machine load. Medians are written to
- * benchmarks/results/sandbox.json with warm_ratio and cold_ratio per language, and a Markdown table
- * to benchmarks/results/sandbox.md. Targets: warm ≤ 1.3×, cold ≤ 1.2×.
- *
  * For Bash the JT-CTR-06 contract needs a fresh process per invocation (stdin to EOF, exactly one
- * JSON value on stdout), so a second raw baseline forks a subshell per request, the least a
- * correct warm Bash runner can do; its ratio is reported as warm_ratio_vs_subshell.
+ * JSON value on stdout, `exit`/`set -e` as in a script), so a second raw baseline forks a subshell
+ * per request, the least a correct warm Bash runner can do; jitbox against it is
+ * `warm_ratio_vs_subshell` (target ≤ 1.3×, like the other warm ratios). Both fork and tear down a
+ * process around every request, a cycle that takes longer than the requests themselves on these
+ * machines, so for Bash each sample is taken twice: spaced (after a pause of BENCH_BASH_PAUSE_MS,
+ * 5 ms, in which every child finishes its previous request and gets its next subshell ready: the
+ * latency of a call as a model makes them, seconds apart), then back to back (a second call right
+ * after the first: each side's whole cycle is on the path). The spaced figures are the warm_*
+ * keys, the back-to-back ones warm_back_to_back_*. Without the pause the figure would depend on
+ * the interleaving: the calls of the other sides in between hide a short cycle but not a long one.
  *
- * Run: pnpm bench:sandbox   (BENCH_WARM, BENCH_COLD override the iteration counts)
+ * Method (warm round trips on 2-core VMs are bimodal: the same raw child measures 26 µs in one run
+ * and 62 µs in the next, depending on where the scheduler puts host and child, so comparing medians
+ * of separate blocks is not trustworthy):
+ *
+ * - Samples are interleaved one by one: raw, jitbox, jitbox, raw, … (the order alternates, so
+ *   neither side always runs right after the other); for Bash raw, subshell and jitbox rotate.
+ * - Each sample of jitbox is divided by its adjacent raw sample (same iteration); the figure is the
+ *   median of these paired ratios, with p25/p75 over all pairs and the median of each block.
+ * - Both sides are placed the same way: the benchmark process and every process it starts (the raw
+ *   children, jitbox's children, esbuild) are pinned with `taskset` to the same CPU set. Two
+ *   placements are measured, in alternating blocks: `one-cpu` (everything on the last CPU: no
+ *   cross-CPU wake-ups, the stable figure, and the one the targets are judged on) and `all-cpus`
+ *   (everything may use every CPU: the scheduler decides, as in production).
+ * - Every block starts a fresh raw child and activates a fresh jitbox version (warm), so blocks also
+ *   sample different process placements in memory; a warm-up is discarded per block.
+ *
+ * Writes benchmarks/results/sandbox.json (per language: the `one-cpu` figures at the top level,
+ * `warm_ratio`/`cold_ratio` are ratios of medians, `warm_paired_ratio`/`cold_paired_ratio` the
+ * paired medians and spreads; every placement under `placements`; a compact line per run under
+ * `runs`, labelled with BENCH_LABEL) and benchmarks/results/sandbox.md (generated tables, then the
+ * notes kept below the marker line).
+ *
+ * Run: pnpm bench:sandbox   (BENCH_BLOCKS, BENCH_WARM, BENCH_BASH_WARM, BENCH_COLD: blocks and
+ * samples per block; BENCH_PLACEMENTS=one-cpu,all-cpus; BENCH_LANGUAGES; BENCH_LABEL)
  */
 import type { CodeRunner } from "../packages/core/src/index.js"
-import type { ChildProcessWithoutNullStreams } from "node:child_process"
+import { type ChildProcessWithoutNullStreams, execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { launch, type Mount } from "../packages/sandbox/src/internal/spawn.js"
-import { SandboxConfig, SandboxLayers, SandboxRunner } from "../packages/sandbox/src/index.js"
+import { Isolation, SandboxConfig, SandboxRunner } from "../packages/sandbox/src/index.js"
 
 type Language = CodeRunner.CodeSource["language"]
 
-const warmIterations = Number(process.env.BENCH_WARM ?? 3000)
-const coldIterations = Number(process.env.BENCH_COLD ?? 30)
-const warmBudgetMs = 20_000
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback)
+const blocks = env("BENCH_BLOCKS", 5)
+const warmPairs = env("BENCH_WARM", 600)
+const bashWarmPairs = env("BENCH_BASH_WARM", 60)
+const coldPairs = env("BENCH_COLD", 6)
+const bashPauseMs = env("BENCH_BASH_PAUSE_MS", 5)
+const label = process.env.BENCH_LABEL ?? ""
 
 const options: SandboxConfig.SandboxOptions = { maximumRuntimeEnvironments: 4 }
 const config = SandboxConfig.make(options)
-const iso = SandboxLayers.detect(config)
+const iso = Isolation.detect(config)
 const runner = SandboxRunner.make(options)
-const context: CodeRunner.InvocationContext = {
-  callId: "bench",
-  toolName: "echo",
-  depth: 0,
-  signal: undefined,
+const sessionId = "bench"
+const host: CodeRunner.CallHost = {
+  sessionId,
   callTool: () => Promise.reject(new Error("no composition in this benchmark"))
+}
+
+/** One activation through the runner's interface: calls name it by id, as the harness's do. */
+interface Activated {
+  readonly invoke: (args: unknown) => Promise<unknown>
+  readonly dispose: () => Promise<void>
+}
+
+let calls = 0
+const activate = async (source: CodeRunner.CodeSource): Promise<Activated> => {
+  await runner.activate(source, host)
+  return {
+    invoke: async (args) =>
+      await runner.invoke({
+        activationId: source.activationId,
+        toolName: source.toolName,
+        args,
+        context: { sessionId, callId: `bench-${++calls}`, parentCallId: null, depth: 1, withinChange: false, deadline: null }
+      }, undefined),
+    dispose: () => runner.release(source.activationId)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// placement: the benchmark process and all its descendants on one CPU set
+
+const cpuCount = os.cpus().length
+const allPlacements: Record<string, string> = {
+  "one-cpu": String(cpuCount - 1),
+  "all-cpus": cpuCount > 1 ? `0-${cpuCount - 1}` : "0"
+}
+const placements = (process.env.BENCH_PLACEMENTS ?? "one-cpu,all-cpus").split(",").filter((p) => p in allPlacements)
+const headline = placements[0]!
+let canPin = true
+
+/** Pids of the processes below `root`, from /proc (host pids, so namespaced children are included). */
+const descendants = (root: number): Array<number> => {
+  const children = new Map<number, Array<number>>()
+  for (const entry of fs.readdirSync("/proc")) {
+    const pid = Number(entry)
+    if (!Number.isInteger(pid)) continue
+    let stat: string
+    try {
+      stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    } catch {
+      continue
+    }
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+    const list = children.get(ppid) ?? []
+    list.push(pid)
+    children.set(ppid, list)
+  }
+  const out: Array<number> = []
+  const walk = (pid: number) => {
+    for (const child of children.get(pid) ?? []) {
+      out.push(child)
+      walk(child)
+    }
+  }
+  walk(root)
+  return out
+}
+
+/** Pins this process (every thread) and every descendant to `cpus`; later children inherit it. */
+const place = (placement: string): void => {
+  if (!canPin) return
+  const cpus = allPlacements[placement]!
+  for (const pid of [process.pid, ...descendants(process.pid)]) {
+    try {
+      execFileSync("taskset", ["-a", "-p", "-c", cpus, String(pid)], { stdio: "ignore" })
+    } catch (error) {
+      if (pid === process.pid) {
+        canPin = false
+        console.warn(`cannot pin with taskset (${(error as Error).message}); placements are not controlled`)
+        return
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -90,10 +197,12 @@ write("echo-subshell.sh", `while :; do ( IFS= read -r line || exit 1; printf '%s
 const pkg: Mount = { host: rawDir, inside: iso.bwrap !== undefined ? "/mnt/pkg" : rawDir, writable: false }
 const work: Mount = { host: rawWork, inside: iso.bwrap !== undefined ? "/mnt/work" : rawWork, writable: true }
 
-const rawLaunch = (language: Language | "bash-subshell"): ChildProcessWithoutNullStreams => {
+type RawKind = Language | "bash-subshell"
+
+const rawLaunch = (kind: RawKind): ChildProcessWithoutNullStreams => {
   const memory = config.limits.memoryMiB
   const base = { env: {}, mounts: [pkg, work], workDir: work, marker: "jitbox-bench-raw" }
-  switch (language) {
+  switch (kind) {
     case "javascript":
     case "typescript": {
       const flags = iso.permissionFlag !== undefined ? [iso.permissionFlag, `--allow-fs-read=${pkg.inside}`] : []
@@ -101,7 +210,7 @@ const rawLaunch = (language: Language | "bash-subshell"): ChildProcessWithoutNul
         ...base,
         command: config.nodePath,
         args: [...flags, ...iso.nodeFlags, `--max-old-space-size=${memory}`, `${pkg.inside}/echo.mjs`],
-        addressSpaceMiB: memory + SandboxLayers.NodeAddressSpaceExtraMiB,
+        addressSpaceMiB: memory + Isolation.NodeAddressSpaceExtraMiB,
         noFork: true
       })
     }
@@ -118,18 +227,18 @@ const rawLaunch = (language: Language | "bash-subshell"): ChildProcessWithoutNul
       return launch(iso, config, {
         ...base,
         command: config.bashPath,
-        args: ["--norc", "--noprofile", `${pkg.inside}/${language === "bash" ? "echo.sh" : "echo-subshell.sh"}`],
+        args: ["--norc", "--noprofile", `${pkg.inside}/${kind === "bash" ? "echo.sh" : "echo-subshell.sh"}`],
         addressSpaceMiB: memory,
         noFork: false
       })
     default:
-      throw new Error(`no raw child for ${language}`)
+      throw new Error(`no raw child for ${kind}`)
   }
 }
 
 /** A raw child with a promise per reply line. */
-const rawChild = (language: Language | "bash-subshell") => {
-  const proc = rawLaunch(language)
+const rawChild = (kind: RawKind) => {
+  const proc = rawLaunch(kind)
   let pending: ((line: string) => void) | undefined
   let buffer = ""
   proc.stdout.setEncoding("utf8")
@@ -170,7 +279,7 @@ const rawChild = (language: Language | "bash-subshell") => {
 let versions = 0
 const echoSource = (language: Language): CodeRunner.CodeSource => {
   const versionId = `bench-${language}-${++versions}`
-  const common = { toolName: "echo", versionId, language, entrypoint: "echo" }
+  const common = { sessionId, activationId: versionId, toolName: "echo", versionId, language, entrypoint: "echo" }
   switch (language) {
     case "javascript":
       return { ...common, entryFile: "index.js", files: { "index.js": `export const echo = tool({ description: "Echo" }, (args) => args)\n` } }
@@ -192,148 +301,439 @@ const echoSource = (language: Language): CodeRunner.CodeSource => {
 }
 
 // ---------------------------------------------------------------------------------------------
+// statistics
 
-const median = (samples: ReadonlyArray<number>): number => {
+const quantile = (samples: ReadonlyArray<number>, q: number): number => {
   const sorted = [...samples].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+  if (sorted.length === 0) return NaN
+  const at = (sorted.length - 1) * q
+  const lo = Math.floor(at)
+  const hi = Math.ceil(at)
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (at - lo)
 }
+const median = (samples: ReadonlyArray<number>) => quantile(samples, 0.5)
+const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits
+
 const time = async (f: () => Promise<unknown>): Promise<number> => {
   const start = performance.now()
   await f()
   return performance.now() - start
 }
 
-interface LanguageResult {
+/** Samples of one side (ms), block by block. */
+type Series = Array<Array<number>>
+
+interface PairedRatio {
+  /** Median over all pairs of (jitbox sample / adjacent raw sample). */
+  readonly median: number
+  readonly p25: number
+  readonly p75: number
+  /** The paired median of each block, in order. */
+  readonly block_medians: ReadonlyArray<number>
+}
+
+const paired = (jitbox: Series, raw: Series): PairedRatio => {
+  const perBlock = jitbox.map((block, b) => block.map((x, i) => x / raw[b]![i]!))
+  const all = perBlock.flat()
+  return {
+    median: round(median(all), 3),
+    p25: round(quantile(all, 0.25), 3),
+    p75: round(quantile(all, 0.75), 3),
+    block_medians: perBlock.map((block) => round(median(block), 3))
+  }
+}
+
+interface PlacementResult {
   warm_raw_us: number
   warm_jitbox_us: number
+  /** Ratio of the medians of the interleaved samples. */
   warm_ratio: number
+  warm_paired_ratio: PairedRatio
   warm_samples: number
   warm_raw_subshell_us?: number
   warm_ratio_vs_subshell?: number
+  warm_paired_ratio_vs_subshell?: PairedRatio
+  /** Bash: a second call right after the first, each side's fork and teardown cycle on the path. */
+  warm_back_to_back?: {
+    raw_us: number
+    raw_subshell_us: number
+    jitbox_us: number
+    ratio: number
+    paired_ratio: PairedRatio
+    ratio_vs_subshell: number
+    paired_ratio_vs_subshell: PairedRatio
+  }
   cold_raw_ms: number
   cold_jitbox_ms: number
   cold_ratio: number
+  cold_paired_ratio: PairedRatio
   cold_samples: number
 }
 
-const warm = async (language: Language) => {
+// ---------------------------------------------------------------------------------------------
+// measurement
+
+interface Collected {
+  warmRaw: Series
+  warmJitbox: Series
+  warmSubshell: Series
+  /** Bash only: the back-to-back samples, same layout. */
+  b2bRaw: Series
+  b2bJitbox: Series
+  b2bSubshell: Series
+  coldRaw: Series
+  coldJitbox: Series
+}
+
+const collected = new Map<string, Collected>()
+const slot = (placement: string, language: Language): Collected => {
+  const key = `${placement}/${language}`
+  let c = collected.get(key)
+  if (c === undefined) {
+    c = { warmRaw: [], warmJitbox: [], warmSubshell: [], b2bRaw: [], b2bJitbox: [], b2bSubshell: [], coldRaw: [], coldJitbox: [] }
+    collected.set(key, c)
+  }
+  return c
+}
+
+/**
+ * One warm block: fresh children, a discarded warm-up, then `pairs` interleaved samples. For Bash
+ * every side is sampled spaced (after a pause) and then back to back.
+ */
+const warmBlock = async (language: Language, into: Collected) => {
+  interface Side {
+    readonly name: "raw" | "subshell" | "jitbox"
+    readonly call: () => Promise<unknown>
+    readonly samples: Array<number>
+    readonly b2b: Array<number>
+  }
+  const sides: Array<Side> = []
   const raw = rawChild(language)
-  const code = await runner.activate(echoSource(language))
-  const iterations = language === "bash" ? Math.min(warmIterations, 400) : warmIterations
-  const warmup = Math.ceil(iterations / 10)
-  const rawSamples: Array<number> = []
-  const jitboxSamples: Array<number> = []
-  const started = performance.now()
-  for (let i = 0; i < iterations + warmup && performance.now() - started < warmBudgetMs; i++) {
-    const a = await time(() => raw.roundTrip())
-    const b = await time(() => code.invoke({ i }, context))
-    if (i >= warmup) {
-      rawSamples.push(a)
-      jitboxSamples.push(b)
+  const forking = language === "bash" ? rawChild("bash-subshell") : undefined
+  const code = await activate(echoSource(language))
+  let i = 0
+  sides.push({ name: "raw", call: () => raw.roundTrip(), samples: [], b2b: [] })
+  if (forking !== undefined) sides.push({ name: "subshell", call: () => forking.roundTrip(), samples: [], b2b: [] })
+  sides.push({ name: "jitbox", call: () => code.invoke({ i }), samples: [], b2b: [] })
+  const bash = language === "bash"
+  const pairs = bash ? bashWarmPairs : warmPairs
+  const warmup = Math.max(10, Math.ceil(pairs / 10))
+  for (i = 0; i < warmup + pairs; i++) {
+    // alternate the order: raw first, then jitbox first (three sides rotate)
+    const order = sides.length === 2
+      ? (i % 2 === 0 ? sides : [sides[1]!, sides[0]!])
+      : [0, 1, 2].map((k) => sides[(k + i) % 3]!)
+    for (const side of order) {
+      if (bash) await new Promise((resolve) => setTimeout(resolve, bashPauseMs))
+      const ms = await time(side.call)
+      const again = bash ? await time(side.call) : 0
+      if (i >= warmup) {
+        side.samples.push(ms)
+        if (bash) side.b2b.push(again)
+      }
     }
   }
   await raw.kill()
+  await forking?.kill()
   await code.dispose()
-  let subshell: number | undefined
-  if (language === "bash") {
-    const forking = rawChild("bash-subshell")
-    const samples: Array<number> = []
-    for (let i = 0; i < 20; i++) await forking.roundTrip()
-    for (let i = 0; i < Math.min(rawSamples.length, 200); i++) samples.push(await time(() => forking.roundTrip()))
-    await forking.kill()
-    subshell = median(samples)
+  const side = (name: Side["name"]) => sides.find((s) => s.name === name)!
+  into.warmRaw.push(side("raw").samples)
+  into.warmJitbox.push(side("jitbox").samples)
+  if (forking !== undefined) {
+    into.warmSubshell.push(side("subshell").samples)
+    into.b2bRaw.push(side("raw").b2b)
+    into.b2bJitbox.push(side("jitbox").b2b)
+    into.b2bSubshell.push(side("subshell").b2b)
   }
-  return { raw: median(rawSamples), jitbox: median(jitboxSamples), samples: rawSamples.length, subshell }
 }
 
-const cold = async (language: Language) => {
+/** One cold block: `pairs` interleaved spawns (order alternating); teardown is not timed. */
+const coldBlock = async (language: Language, into: Collected, warmup: number) => {
   const rawSamples: Array<number> = []
   const jitboxSamples: Array<number> = []
-  const warmup = 3
-  for (let i = 0; i < coldIterations + warmup; i++) {
+  const coldRaw = async () => {
     let child: ReturnType<typeof rawChild> | undefined
-    const a = await time(async () => {
+    const ms = await time(async () => {
       child = rawChild(language)
       await child.roundTrip()
     })
     await child!.kill()
-    let code: CodeRunner.ActivatedCode | undefined
-    const b = await time(async () => {
-      code = await runner.activate(echoSource(language))
-      await code.invoke({ i }, context)
+    return ms
+  }
+  const coldJitbox = async (i: number) => {
+    let code: Activated | undefined
+    const ms = await time(async () => {
+      code = await activate(echoSource(language))
+      await code.invoke({ i })
     })
     await code!.dispose()
+    return ms
+  }
+  for (let i = 0; i < warmup + coldPairs; i++) {
+    let a: number
+    let b: number
+    if (i % 2 === 0) {
+      a = await coldRaw()
+      b = await coldJitbox(i)
+    } else {
+      b = await coldJitbox(i)
+      a = await coldRaw()
+    }
     if (i >= warmup) {
       rawSamples.push(a)
       jitboxSamples.push(b)
     }
   }
-  return { raw: median(rawSamples), jitbox: median(jitboxSamples), samples: rawSamples.length }
+  into.coldRaw.push(rawSamples)
+  into.coldJitbox.push(jitboxSamples)
 }
 
-const main = async () => {
-  const languages = runner.languages.filter((l): l is Language => ["javascript", "typescript", "python", "bash"].includes(l))
-  const loadBefore = os.loadavg()
-  const results: Record<string, LanguageResult> = {}
-  for (const language of languages) {
-    process.stdout.write(`${language}: warm…`)
-    const w = await warm(language)
-    process.stdout.write(" cold…")
-    const c = await cold(language)
-    results[language] = {
-      warm_raw_us: round(w.raw * 1000),
-      warm_jitbox_us: round(w.jitbox * 1000),
-      warm_ratio: round(w.jitbox / w.raw, 2),
-      warm_samples: w.samples,
-      ...(w.subshell !== undefined
-        ? { warm_raw_subshell_us: round(w.subshell * 1000), warm_ratio_vs_subshell: round(w.jitbox / w.subshell, 2) }
-        : {}),
-      cold_raw_ms: round(c.raw, 2),
-      cold_jitbox_ms: round(c.jitbox, 2),
-      cold_ratio: round(c.jitbox / c.raw, 2),
-      cold_samples: c.samples
-    }
-    process.stdout.write(" done\n")
+const summarize = (c: Collected): PlacementResult => {
+  const warmRaw = c.warmRaw.flat()
+  const warmJitbox = c.warmJitbox.flat()
+  const coldRaw = c.coldRaw.flat()
+  const coldJitbox = c.coldJitbox.flat()
+  const result: PlacementResult = {
+    warm_raw_us: round(median(warmRaw) * 1000),
+    warm_jitbox_us: round(median(warmJitbox) * 1000),
+    warm_ratio: round(median(warmJitbox) / median(warmRaw), 2),
+    warm_paired_ratio: paired(c.warmJitbox, c.warmRaw),
+    warm_samples: warmRaw.length,
+    cold_raw_ms: round(median(coldRaw), 2),
+    cold_jitbox_ms: round(median(coldJitbox), 2),
+    cold_ratio: round(median(coldJitbox) / median(coldRaw), 2),
+    cold_paired_ratio: paired(c.coldJitbox, c.coldRaw),
+    cold_samples: coldRaw.length
   }
-  const report = {
-    benchmark: "sandbox",
-    date: new Date().toISOString(),
-    host: {
-      node: process.version,
-      platform: `${os.type()} ${os.release()} ${os.arch()}`,
-      cpus: os.cpus().length,
-      loadavg_before: loadBefore.map((l) => round(l, 2)),
-      loadavg_after: os.loadavg().map((l) => round(l, 2))
-    },
-    targets: { warm_ratio: 1.3, cold_ratio: 1.2 },
-    isolation: runner.isolation.map(({ active, layer }) => ({ layer, active })),
-    languages: results
+  if (c.warmSubshell.length > 0) {
+    const subshell = c.warmSubshell.flat()
+    result.warm_raw_subshell_us = round(median(subshell) * 1000)
+    result.warm_ratio_vs_subshell = round(median(warmJitbox) / median(subshell), 2)
+    result.warm_paired_ratio_vs_subshell = paired(c.warmJitbox, c.warmSubshell)
+    const [raw, sub, jit] = [c.b2bRaw.flat(), c.b2bSubshell.flat(), c.b2bJitbox.flat()].map(median) as [number, number, number]
+    result.warm_back_to_back = {
+      raw_us: round(raw * 1000),
+      raw_subshell_us: round(sub * 1000),
+      jitbox_us: round(jit * 1000),
+      ratio: round(jit / raw, 2),
+      paired_ratio: paired(c.b2bJitbox, c.b2bRaw),
+      ratio_vs_subshell: round(jit / sub, 2),
+      paired_ratio_vs_subshell: paired(c.b2bJitbox, c.b2bSubshell)
+    }
+  }
+  return result
+}
+
+// ---------------------------------------------------------------------------------------------
+// report
+
+const targets = { warm_ratio: 1.3, cold_ratio: 1.2, warm_ratio_vs_subshell: 1.3 }
+
+interface LanguageReport extends PlacementResult {
+  placements: Record<string, PlacementResult>
+}
+
+interface RunLine {
+  readonly date: string
+  readonly commit: string
+  readonly label: string
+  readonly loadavg: ReadonlyArray<number>
+  /** Per placement and language: paired medians [p25, p75] of warm, cold and (Bash) warm vs subshell. */
+  readonly results: Record<
+    string,
+    Record<string, { warm: Array<number>; cold: Array<number>; vs_subshell?: Array<number>; vs_subshell_back_to_back?: Array<number>; warm_raw_us: number; warm_jitbox_us: number }>
+  >
+}
+
+const commit = (): string => {
+  try {
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim()
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no", "--", "packages", "benchmarks/sandbox.ts"], { encoding: "utf8" }).trim()
+    return dirty.length > 0 ? `${head}+` : head
+  } catch {
+    return "unknown"
+  }
+}
+
+const NotesMarker = "<!-- Notes below this line are kept when the benchmark rewrites this file. -->"
+
+const fmt = (r: PairedRatio) => `${r.median.toFixed(2)}× (${r.p25.toFixed(2)}–${r.p75.toFixed(2)})`
+const mark = (r: PairedRatio, target: number) => `${fmt(r)} ${r.median <= target ? "✓" : "✗"}`
+const blockRange = (r: PairedRatio) => `${Math.min(...r.block_medians).toFixed(2)}–${Math.max(...r.block_medians).toFixed(2)}`
+
+const placementTable = (placement: string, results: Record<string, LanguageReport>): string => {
+  const rows = Object.entries(results).map(([language, all]) => {
+    const r = all.placements[placement]!
+    return `| ${language} | ${r.warm_raw_us} | ${r.warm_jitbox_us} | ${mark(r.warm_paired_ratio, targets.warm_ratio)} | ${blockRange(r.warm_paired_ratio)} | ${r.warm_ratio.toFixed(2)}× | ${r.cold_raw_ms} | ${r.cold_jitbox_ms} | ${mark(r.cold_paired_ratio, targets.cold_ratio)} | ${blockRange(r.cold_paired_ratio)} |`
+  })
+  const bash = Object.entries(results)
+    .filter(([, all]) => all.placements[placement]!.warm_paired_ratio_vs_subshell !== undefined)
+    .map(([language, all]) => {
+      const r = all.placements[placement]!
+      const b = r.warm_back_to_back!
+      return `\n\n${language}, against a raw child that forks a subshell per request (${r.warm_raw_subshell_us} µs; calls spaced ${bashPauseMs} ms apart): ` +
+        `warm_ratio_vs_subshell ${mark(r.warm_paired_ratio_vs_subshell!, targets.warm_ratio_vs_subshell)} paired, blocks ${blockRange(r.warm_paired_ratio_vs_subshell!)}, ratio of medians ${r.warm_ratio_vs_subshell!.toFixed(2)}×.` +
+        `\nBack to back (a second call right after the first): raw ${b.raw_us} µs, raw subshell ${b.raw_subshell_us} µs, jitbox ${b.jitbox_us} µs; ` +
+        `vs subshell ${fmt(b.paired_ratio_vs_subshell)} paired (blocks ${blockRange(b.paired_ratio_vs_subshell)}), vs raw ${fmt(b.paired_ratio)}.`
+    })
+  return [
+    `| language | warm raw µs | warm jitbox µs | warm paired ratio (p25–p75), ≤ ${targets.warm_ratio} | blocks | ratio of medians | cold raw ms | cold jitbox ms | cold paired ratio (p25–p75), ≤ ${targets.cold_ratio} | blocks |`,
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...rows
+  ].join("\n") + bash.join("")
+}
+
+const runsTable = (runs: ReadonlyArray<RunLine>): string => {
+  const languages = ["javascript", "typescript", "python", "bash"]
+  const cell = (x: Array<number> | undefined) => x === undefined ? "–" : `${x[0]!.toFixed(2)} (${x[1]!.toFixed(2)}–${x[2]!.toFixed(2)})`
+  const lines = [
+    `| date | commit | label | load | placement | ${languages.map((l) => `${l} warm`).join(" | ")} | bash warm vs subshell | bash back to back vs subshell | ${languages.map((l) => `${l} cold`).join(" | ")} |`,
+    `|---|---|---|---|---|${languages.map(() => "---:").join("|")}|---:|---:|${languages.map(() => "---:").join("|")}|`
+  ]
+  for (const run of runs) {
+    for (const [placement, results] of Object.entries(run.results)) {
+      lines.push(
+        `| ${run.date.slice(0, 16).replace("T", " ")} | ${run.commit} | ${run.label} | ${run.loadavg[0]} | ${placement} | ${languages.map((l) => cell(results[l]?.warm)).join(" | ")} | ${cell(results.bash?.vs_subshell)} | ${cell(results.bash?.vs_subshell_back_to_back)} | ${
+          languages.map((l) => cell(results[l]?.cold)).join(" | ")
+        } |`
+      )
+    }
+  }
+  return lines.join("\n")
+}
+
+const markdown = (report: {
+  date: string
+  commit: string
+  host: { loadavg_before: ReadonlyArray<number>; loadavg_after: ReadonlyArray<number> }
+  languages: Record<string, LanguageReport>
+  runs: ReadonlyArray<RunLine>
+}, notes: string) =>
+  [
+    "# Sandbox benchmark",
+    "",
+    "Generated by `pnpm bench:sandbox` (benchmarks/sandbox.ts). Raw: a minimal child spawned with the same layers and flags as",
+    "jitbox's (a JSON-lines echo loop); jitbox: a warm `invoke` of a trivial echo tool (warm), `activate` + first `invoke` (cold).",
+    "Raw and jitbox samples are interleaved one by one (the order alternating); a ratio is the median of the paired ratios",
+    "(each jitbox sample over its adjacent raw sample), with p25–p75 over all pairs and the range of the block medians",
+    `(${blocks} blocks, each with fresh children). Host and children are pinned with taskset to the same CPUs: one-cpu (all on`,
+    "the last CPU; the targets are judged on this one) and all-cpus (all free on every CPU). Bash is sampled spaced",
+    `(after a ${bashPauseMs} ms pause, so every side's previous request has finished its fork and teardown) and back to back.`,
+    "",
+    `Latest run: ${report.date} on ${report.commit}, load average ${report.host.loadavg_before.join(" ")} before, ${report.host.loadavg_after.join(" ")} after.`,
+    "",
+    ...placements.flatMap((placement) => [`## ${placement}`, "", placementTable(placement, report.languages), ""]),
+    "## Runs",
+    "",
+    "Paired medians (p25–p75) of each recorded run, latest last.",
+    "",
+    runsTable(report.runs),
+    "",
+    NotesMarker,
+    notes
+  ].join("\n")
+
+const main = async () => {
+  const languages = runner.languages.filter((l): l is Language =>
+    (process.env.BENCH_LANGUAGES ?? "javascript,typescript,python,bash").split(",").includes(l)
+  )
+  const loadBefore = os.loadavg()
+  for (let block = 0; block < blocks; block++) {
+    for (const placement of placements) {
+      place(placement)
+      for (const language of languages) {
+        process.stdout.write(`block ${block + 1}/${blocks} ${placement} ${language}: warm…`)
+        const into = slot(placement, language)
+        await warmBlock(language, into)
+        process.stdout.write(" cold…")
+        await coldBlock(language, into, block === 0 ? 2 : 0)
+        const w = paired(into.warmJitbox.slice(-1), into.warmRaw.slice(-1)).median
+        const c = paired(into.coldJitbox.slice(-1), into.coldRaw.slice(-1)).median
+        const s = into.warmSubshell.length > 0 ? ` vs subshell ${paired(into.warmJitbox.slice(-1), into.warmSubshell.slice(-1)).median}` : ""
+        process.stdout.write(` warm ${w} cold ${c}${s}\n`)
+      }
+    }
+  }
+  place("all-cpus")
+  const results: Record<string, LanguageReport> = {}
+  for (const language of languages) {
+    const byPlacement: Record<string, PlacementResult> = {}
+    for (const placement of placements) byPlacement[placement] = summarize(slot(placement, language))
+    results[language] = { ...byPlacement[headline]!, placements: byPlacement }
   }
   const dir = path.join(path.dirname(new URL(import.meta.url).pathname), "results")
   fs.mkdirSync(dir, { recursive: true })
-  fs.writeFileSync(path.join(dir, "sandbox.json"), JSON.stringify(report, null, 2) + "\n")
-  fs.writeFileSync(path.join(dir, "sandbox.md"), table(report.languages, report.targets) + "\n")
-  console.log(table(report.languages, report.targets))
-}
-
-const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits
-
-const table = (results: Record<string, LanguageResult>, targets: { warm_ratio: number; cold_ratio: number }) => {
-  const mark = (ratio: number, target: number) => `${ratio.toFixed(2)}× ${ratio <= target ? "✓" : "✗"}`
-  const rows = Object.entries(results).map(([language, r]) =>
-    `| ${language} | ${r.warm_raw_us} | ${r.warm_jitbox_us} | ${mark(r.warm_ratio, targets.warm_ratio)} | ${r.cold_raw_ms} | ${r.cold_jitbox_ms} | ${mark(r.cold_ratio, targets.cold_ratio)} |`
-  )
-  const notes = Object.entries(results)
-    .filter(([, r]) => r.warm_raw_subshell_us !== undefined)
-    .map(([language, r]) =>
-      `\n${language}: a raw child that forks a subshell per request (the least a fresh-process-per-invocation runner does) takes ${r.warm_raw_subshell_us} µs; jitbox is ${r.warm_ratio_vs_subshell}× that.`
-    )
-  return [
-    `| language | warm raw µs | warm jitbox µs | warm ratio (≤ ${targets.warm_ratio}) | cold raw ms | cold jitbox ms | cold ratio (≤ ${targets.cold_ratio}) |`,
-    "|---|---:|---:|---:|---:|---:|---:|",
-    ...rows
-  ].join("\n") + notes.join("")
+  const jsonFile = path.join(dir, "sandbox.json")
+  const mdFile = path.join(dir, "sandbox.md")
+  let previousRuns: Array<RunLine> = []
+  try {
+    const previous = JSON.parse(fs.readFileSync(jsonFile, "utf8")) as { runs?: Array<RunLine> }
+    previousRuns = previous.runs ?? []
+  } catch {
+    // first run
+  }
+  let notes = ""
+  try {
+    const md = fs.readFileSync(mdFile, "utf8")
+    const at = md.indexOf(NotesMarker)
+    if (at !== -1) notes = md.slice(at + NotesMarker.length).replace(/^\n/, "")
+  } catch {
+    // first run
+  }
+  const date = new Date().toISOString()
+  const head = commit()
+  const triple = (r: PairedRatio) => [r.median, r.p25, r.p75]
+  const run: RunLine = {
+    date,
+    commit: head,
+    label,
+    loadavg: loadBefore.map((l) => round(l, 2)),
+    results: Object.fromEntries(placements.map((placement) => [
+      placement,
+      Object.fromEntries(languages.map((language) => {
+        const r = results[language]!.placements[placement]!
+        return [language, {
+          warm: triple(r.warm_paired_ratio),
+          cold: triple(r.cold_paired_ratio),
+          ...(r.warm_paired_ratio_vs_subshell !== undefined ? { vs_subshell: triple(r.warm_paired_ratio_vs_subshell) } : {}),
+          ...(r.warm_back_to_back !== undefined ? { vs_subshell_back_to_back: triple(r.warm_back_to_back.paired_ratio_vs_subshell) } : {}),
+          warm_raw_us: r.warm_raw_us,
+          warm_jitbox_us: r.warm_jitbox_us
+        }]
+      }))
+    ]))
+  }
+  const report = {
+    benchmark: "sandbox",
+    date,
+    commit: head,
+    label,
+    host: {
+      node: process.version,
+      platform: `${os.type()} ${os.release()} ${os.arch()}`,
+      cpus: cpuCount,
+      loadavg_before: loadBefore.map((l) => round(l, 2)),
+      loadavg_after: os.loadavg().map((l) => round(l, 2))
+    },
+    method: {
+      interleaving: "raw and jitbox samples alternate one by one, the order alternating (Bash: raw, subshell, jitbox rotate; each sampled after a pause, then again right after)",
+      ratios: "warm_ratio / cold_ratio: ratio of medians; *_paired_ratio: median, p25 and p75 of jitbox sample / adjacent raw sample, and each block's median",
+      placements: Object.fromEntries(placements.map((p) => [p, canPin ? `taskset -c ${allPlacements[p]} for the benchmark and every process it starts` : "not pinned (taskset failed)"])),
+      headline_placement: headline,
+      blocks,
+      warm_pairs_per_block: warmPairs,
+      bash_warm_pairs_per_block: bashWarmPairs,
+      bash_pause_ms: bashPauseMs,
+      cold_pairs_per_block: coldPairs
+    },
+    targets,
+    isolation: runner.isolation.map(({ active, layer }) => ({ layer, active })),
+    languages: results,
+    runs: [...previousRuns, run].slice(-24)
+  }
+  fs.writeFileSync(jsonFile, JSON.stringify(report, null, 2) + "\n")
+  fs.writeFileSync(mdFile, markdown(report, notes))
+  for (const placement of placements) console.log(`\n${placement}\n${placementTable(placement, results)}`)
 }
 
 try {

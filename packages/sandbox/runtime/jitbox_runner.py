@@ -14,7 +14,6 @@ its invocations run concurrently and compose with ``await harness.call_tool(name
 import builtins
 import contextvars
 import enum
-import importlib
 import json
 import os
 import sys
@@ -22,6 +21,18 @@ import time
 
 MAX_PAYLOAD_BYTES = 262144
 PACKAGE = "jitbox_tool"
+
+# The hot path of a warm invocation (read a line, decode it, call the tool, encode the answer,
+# write it) stays in C where it can: one encoder built once (json.dumps builds a JSONEncoder per
+# call) and the decoder's C scanner called directly (json.loads adds encoding detection and two
+# Python wrappers).
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_scan_once = json.JSONDecoder().scan_once
+# Reading the process CPU clock is a system call; a Result carries cpuMs at most every
+# CPU_REPORT_SECONDS of wall time (a Failed always does). The host retires a child at half its
+# CPU rlimit, so reporting a quarter of a second late cannot let it reach the limit.
+CPU_REPORT_SECONDS = 0.25
+_cpu_reported = None
 
 _current = contextvars.ContextVar("jitbox_invocation", default=None)
 _read_buffer = bytearray()
@@ -33,9 +44,19 @@ _loop = None
 _entry = None
 _package_dir = ""
 
+_dumps = _encoder.encode
 
-def _dumps(value):
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+def _loads(line):
+    """One host message (bytes of one line) as json.loads would decode it."""
+    text = line.decode("utf-8", "surrogatepass")
+    try:
+        value, end = _scan_once(text, 0)
+    except StopIteration:
+        end = -1
+    if end != len(text):
+        return json.loads(line)  # whitespace around the value, or the decoder's own error
+    return value
 
 
 def _write(data):
@@ -56,15 +77,27 @@ def _read_message():
         if newline >= 0:
             line = bytes(_read_buffer[:newline])
             del _read_buffer[: newline + 1]
-            return json.loads(line)
+            return _loads(line)
         chunk = os.read(0, 65536)
         if not chunk:
             os._exit(0)
+        if not _read_buffer and chunk.find(b"\n") == len(chunk) - 1:
+            return _loads(chunk[:-1])  # the usual case: exactly one message
         _read_buffer.extend(chunk)
 
 
 def _cpu_ms():
     return int(time.process_time() * 1000)
+
+
+def _cpu_field():
+    """``,"cpuMs":N`` for a Result when the last report is CPU_REPORT_SECONDS old, else nothing."""
+    global _cpu_reported
+    now = time.monotonic()
+    if _cpu_reported is not None and now - _cpu_reported < CPU_REPORT_SECONDS:
+        return ""
+    _cpu_reported = now
+    return ',"cpuMs":%d' % _cpu_ms()
 
 
 class _LogStream:
@@ -324,7 +357,7 @@ def _failing_file(error):
 def _load(message):
     global _entry, _loop
     try:
-        module = importlib.import_module(PACKAGE)
+        module = __import__(PACKAGE)  # a top-level package: importlib.import_module would only cost its import
     except SyntaxError as error:
         path = _relative(error.filename)
         detail = "%s: %s (line %s)" % (type(error).__name__, error.msg, error.lineno)
@@ -374,13 +407,13 @@ def _report(invocation_id, value=None, error=None):
             info["nestedRequestId"] = str(nested)
         _send({"_tag": "Failed", "invocationId": invocation_id, "cpuMs": _cpu_ms(), "error": info})
         return
-    data = payload.encode("utf-8", "surrogatepass")
-    if len(data) > MAX_PAYLOAD_BYTES:
+    # a UTF-8 character is at most 4 bytes (3 for a lone surrogate): short payloads need no count
+    if len(payload) > MAX_PAYLOAD_BYTES // 4 and len(payload.encode("utf-8", "surrogatepass")) > MAX_PAYLOAD_BYTES:
         _send({"_tag": "Failed", "invocationId": invocation_id, "cpuMs": _cpu_ms(),
                "error": {"type": "OutputTooLarge", "message": "the result exceeds %d bytes of JSON" % MAX_PAYLOAD_BYTES}})
         return
-    _write(b'{"_tag":"Result","invocationId":' + _dumps(invocation_id).encode() +
-           b',"cpuMs":' + str(_cpu_ms()).encode() + b',"value":' + data + b"}\n")
+    _write(('{"_tag":"Result","invocationId":%s%s,"value":%s}\n' % (
+        _dumps(invocation_id), _cpu_field(), payload)).encode("utf-8", "surrogatepass"))
 
 
 def _arguments(message):
@@ -453,7 +486,7 @@ def _on_readable():
             return
         line = bytes(_read_buffer[:newline])
         del _read_buffer[: newline + 1]
-        _dispatch(json.loads(line))
+        _dispatch(_loads(line))
 
 
 def main():

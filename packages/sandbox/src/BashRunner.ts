@@ -14,7 +14,7 @@
 import type { CodeRunner } from "@jitbox/core"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { BashChild } from "./internal/bashChild.js"
+import { BashChild, type BashFiles } from "./internal/bashChild.js"
 import type { ChildOwner, RunnerContext } from "./internal/context.js"
 import { packageError, SandboxedVersion, writeShipped } from "./internal/version.js"
 
@@ -52,7 +52,7 @@ export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource
 }
 
 const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: string, bash: string, owner: ChildOwner): BashChild => {
-  let files: { input: string; output: string } | undefined
+  let files: BashFiles | undefined
   return ctx.spawn(source, owner, (childDir, marker) => {
     const pkg = ctx.mount("pkg", versionDir, false)
     const work = ctx.mount("work", ctx.dirs.private(childDir, "work"), true)
@@ -61,7 +61,12 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
     fs.mkdirSync(ioHost)
     fs.chmodSync(ioHost, 0o755)
     const io = ctx.mount("io", ioHost, false)
-    files = { input: path.join(ioHost, "in.json"), output: out.host }
+    // created before the child starts, so the host's descriptors are on the files it made
+    files = {
+      input: createFile(path.join(ioHost, "in.json"), 0o644, undefined),
+      stdout: createFile(path.join(out.host, "stdout"), 0o600, ctx.dirs.owner),
+      stderr: createFile(path.join(out.host, "stderr"), 0o600, ctx.dirs.owner)
+    }
     return {
       launch: {
         command: bash,
@@ -76,4 +81,15 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
       wrap: (proc, hooks) => new BashChild(proc, hooks, files!)
     }
   })
+}
+
+const createFile = (file: string, mode: number, owner: { readonly uid: number; readonly gid: number } | undefined): string => {
+  const fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, mode)
+  try {
+    fs.fchmodSync(fd, mode)
+    if (owner !== undefined) fs.fchownSync(fd, owner.uid, owner.gid)
+  } finally {
+    fs.closeSync(fd)
+  }
+  return file
 }

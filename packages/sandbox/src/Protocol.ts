@@ -147,14 +147,61 @@ const decodeBashEither = Schema.decodeUnknownEither(BashMessage)
  *
  * @since 0.1.0 @category decoding
  */
-export const decodeChildLine = (line: string): ChildMessage | string => decodeWith(decodeChildEither, line)
+export const decodeChildLine = (line: string): ChildMessage | string => decodeWith(decodeChildEither, line, warmMessage)
 
 /** @since 0.1.0 @category decoding */
-export const decodeBashLine = (line: string): BashMessage | string => decodeWith(decodeBashEither, line)
+export const decodeBashLine = (line: string): BashMessage | string => decodeWith(decodeBashEither, line, warmBashMessage)
+
+/**
+ * The messages of a warm call (`Result`, `Log`; Bash: `Output`, `Reaped`) checked by hand, a fast
+ * path around the schema decoder: only objects with exactly the schema's keys and types pass, so
+ * what passes is what the schema would return; anything else (excess keys included) goes through
+ * the schema.
+ */
+const countKeys = (o: object): number => {
+  let keys = 0
+  for (const _ in o) keys++
+  return keys
+}
+
+const warmBashMessage = (json: unknown): BashMessage | undefined => {
+  if (typeof json !== "object" || json === null) return undefined
+  const o = json as Record<string, unknown>
+  switch (o._tag) {
+    case "Output":
+      return typeof o.invocationId === "string" && typeof o.exitCode === "number" && countKeys(o) === 3
+        ? o as typeof Output.Type
+        : undefined
+    case "Reaped":
+      return typeof o.exitCode === "number" && countKeys(o) === 2 ? o as typeof Reaped.Type : undefined
+    default:
+      return undefined
+  }
+}
+
+const warmMessage = (json: unknown): ChildMessage | undefined => {
+  if (typeof json !== "object" || json === null) return undefined
+  const o = json as Record<string, unknown>
+  const keys = countKeys(o)
+  switch (o._tag) {
+    case "Result":
+      return typeof o.invocationId === "string" && "value" in o &&
+          (keys === 3 || (keys === 4 && typeof o.cpuMs === "number"))
+        ? o as typeof Result.Type
+        : undefined
+    case "Log":
+      return typeof o.line === "string" && (keys === 2 || (keys === 3 && typeof o.invocationId === "string"))
+        ? o as typeof Log.Type
+        : undefined
+    default:
+      return undefined
+  }
+}
 
 const decodeWith = <A>(
   decode: (u: unknown) => Either.Either<A, ParseResult.ParseError>,
-  line: string
+  line: string,
+  fast?: (json: unknown) => A | undefined
 ): A | string => {
   let json: unknown
   try {
@@ -162,6 +209,8 @@ const decodeWith = <A>(
   } catch {
     return `not JSON: ${preview(line)}`
   }
+  const checked = fast?.(json)
+  if (checked !== undefined) return checked
   const decoded = decode(json)
   return Either.isRight(decoded)
     ? decoded.right

@@ -115,6 +115,52 @@ describe("BashRunner", () => {
     await code.dispose()
   })
 
+  it("gives each call exactly its own arguments, output and error text, however long the earlier ones were", async () => {
+    const code = await activate(runner, source("bash", {
+      "main.sh": sh([
+        "input=$(cat)",
+        "case $input in",
+        "  *big-out*) head -c 1200000 /dev/zero | tr '\\0' x; exit 0 ;;",
+        "  *big-err*) head -c 1200000 /dev/zero | tr '\\0' y >&2; echo '\"quiet\"'; exit 0 ;;",
+        "  *fail*) echo \"failed on $input\" >&2; exit 4 ;;",
+        "esac",
+        "echo \"$input\" >&2",
+        "printf '%s\\n' \"$input\""
+      ])
+    }))
+    const long = { text: "z".repeat(20_000) }
+    expect(await code.invoke(long)).toEqual(long)
+    // a shorter argument after a longer one: stdin holds exactly the new JSON
+    expect(await code.invoke({ a: 1 })).toEqual({ a: 1 })
+    // more than a MiB of stdout: too large for a result, and the next call starts clean
+    expect((await rejection(code.invoke({ mode: "big-out" }))).reason).toBe("OutputTooLarge")
+    expect(await code.invoke({ b: 2 })).toEqual({ b: 2 })
+    expect(await code.invoke({ mode: "big-err" })).toBe("quiet")
+    // the failure's detail is this call's stderr only, not what earlier calls printed there
+    const failed = await rejection(code.invoke({ mode: "fail" }))
+    expect(ToolError.isToolError(failed)).toBe(true)
+    expect(failed.message).toContain(`status 4: failed on {"mode":"fail"}`)
+    expect(failed.message).not.toContain("yyy")
+    expect(failed.message).not.toContain(`{"b":2}`)
+    expect(await code.invoke({ c: 3 })).toEqual({ c: 3 })
+    await code.dispose()
+  })
+
+  it("a background process that writes after its call returned cannot reach the next call's output", async () => {
+    const code = await activate(runner, source("bash", {
+      "main.sh": sh([
+        "n=$(cat)",
+        "( sleep 0.2; echo '\"late\"'; echo late >&2 ) &",
+        "echo \"$n\""
+      ])
+    }))
+    expect(await code.invoke(1)).toBe(1)
+    expect(await code.invoke(2)).toBe(2)
+    await new Promise((resolve) => setTimeout(resolve, 400))
+    expect(await code.invoke(3)).toBe(3)
+    await code.dispose()
+  })
+
   it("runs concurrent invocations of one version in separate children", async () => {
     const code = await activate(runner, source("bash", { "main.sh": sh(["IFS= read -r x", "sleep 0.05", "printf '[%s, \"%s\"]' \"$x\" \"$JITBOX_SANDBOX_CHILD\""]) }))
     const results = await Promise.all([1, 2].map((n) => code.invoke(n))) as Array<[number, string]>

@@ -1,8 +1,8 @@
 import { HarnessError } from "@jitbox/core"
 import { afterAll, describe, expect, it } from "vitest"
 import * as ThrownValue from "../../core/src/ThrownValue.js"
-import { SandboxRunner, ToolError } from "../src/index.js"
-import { activate, host, MiniHarness, type RecordedCall, rejection, source, testOptions } from "./helpers.js"
+import { SandboxError, SandboxRunner, ToolError } from "../src/index.js"
+import { activate, host, MiniHarness, type RecordedCall, rejection, settleProcesses, source, testOptions } from "./helpers.js"
 
 const runner = SandboxRunner.make(testOptions)
 afterAll(() => runner.close())
@@ -88,6 +88,57 @@ describe("PythonRunner", () => {
     expect(await type({ kind: "set" })).toBe("TypeError")
     expect(await type({ unknown: 1 })).toBe("TypeError")
     await code.dispose()
+  })
+
+  it("passes large and non-ASCII arguments and results intact, and refuses results over 256 KiB without killing the child", async () => {
+    const code = await activate(runner, source("python", {
+      "__init__.py": py([
+        "n = 0",
+        "@tool(guidelines='g')",
+        "def main(text: str = '', repeat: int = 0) -> dict:",
+        "    global n",
+        "    n += 1",
+        "    return {'text': text * repeat if repeat else text, 'n': n}"
+      ])
+    }))
+    // more than one 64 KiB read of the child's stdin, several bytes per character
+    const text = "é€😀 \"quoted\"\n".repeat(8_000)
+    expect(await code.invoke({ text })).toEqual({ text, n: 1 })
+    // 200,000 bytes of JSON: under the bound although it is more than a quarter of it in characters
+    expect(await code.invoke({ text: "é", repeat: 100_000 })).toEqual({ text: "é".repeat(100_000), n: 2 })
+    // 280,000 bytes in 140,000 characters: over the bound
+    const tooLarge = await rejection(code.invoke({ text: "é", repeat: 140_000 }))
+    expect(tooLarge).toBeInstanceOf(SandboxError.SandboxError)
+    expect(tooLarge.reason).toBe("OutputTooLarge")
+    expect(await code.invoke({ text: "ok" })).toEqual({ text: "ok", n: 4 })
+    await code.dispose()
+  })
+
+  it("retires a warm child that used half of its CPU limit once it is idle", async () => {
+    const limited = SandboxRunner.make({ ...testOptions, limits: { ...testOptions.limits, cpuSeconds: 2 } })
+    try {
+      const code = await activate(limited, source("python", {
+        "__init__.py": py([
+          "import time",
+          "n = 0",
+          "@tool(guidelines='g')",
+          "def main(burn_ms: int = 0) -> int:",
+          "    global n",
+          "    start = time.process_time()",
+          "    while (time.process_time() - start) * 1000 < burn_ms:",
+          "        pass",
+          "    n += 1",
+          "    return n"
+        ])
+      }))
+      expect(await code.invoke({})).toBe(1)
+      expect(await code.invoke({})).toBe(2)
+      expect(await code.invoke({ burn_ms: 1_000 })).toBe(3)
+      expect(await code.invoke({})).toBe(1) // the retired child was replaced before its CPU rlimit
+    } finally {
+      await limited.close()
+    }
+    expect(await settleProcesses(limited)).toBe(0)
   })
 
   describe("load errors are typed and name the file", () => {
