@@ -42,7 +42,8 @@
  * notes kept below the marker line).
  *
  * Run: pnpm bench:sandbox   (BENCH_BLOCKS, BENCH_WARM, BENCH_BASH_WARM, BENCH_COLD: blocks and
- * samples per block; BENCH_PLACEMENTS=one-cpu,all-cpus; BENCH_LANGUAGES; BENCH_LABEL)
+ * samples per block; BENCH_PLACEMENTS=one-cpu,all-cpus; BENCH_LANGUAGES; BENCH_LABEL; BENCH_CODE names the
+ * code measured when it is not the checked-out commit)
  */
 import type { CodeRunner } from "../packages/core/src/index.js"
 import { type ChildProcessWithoutNullStreams, execFileSync } from "node:child_process"
@@ -546,6 +547,7 @@ interface RunLine {
 }
 
 const commit = (): string => {
+  if (process.env.BENCH_CODE !== undefined) return process.env.BENCH_CODE
   try {
     const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim()
     const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no", "--", "packages", "benchmarks/sandbox.ts"], { encoding: "utf8" }).trim()

@@ -83,10 +83,11 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
   })
 }
 
+/** Creates an empty file for the child; the mode is fixed only when the umask changed it (metadata updates are journalled). */
 const createFile = (file: string, mode: number, owner: { readonly uid: number; readonly gid: number } | undefined): string => {
   const fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, mode)
   try {
-    fs.fchmodSync(fd, mode)
+    if ((fs.fstatSync(fd).mode & 0o777) !== mode) fs.fchmodSync(fd, mode)
     if (owner !== undefined) fs.fchownSync(fd, owner.uid, owner.gid)
   } finally {
     fs.closeSync(fd)
