@@ -72,6 +72,12 @@ export interface Invocation {
   readonly toolName: string
   readonly args: unknown
   readonly context: CallContext
+  /**
+   * The call's own handler context, for a runner in this process: it saves building one, and the
+   * call becomes addressable by id only if its handler composes. A runner in another process
+   * ignores it and uses `context`.
+   */
+  readonly local?: InvocationContext | undefined
 }
 
 /**

@@ -67,6 +67,18 @@ const activationError = (source: CodeSource, cause: unknown): unknown => {
 /** A signal for calls nobody can cancel: it never fires. */
 const never = new AbortController().signal
 
+/** A handler context built from the serialisable one, for an invocation that came without its own. */
+const contextOf = (invocation: Invocation, host: CallHost, signal: AbortSignal | undefined): InvocationContext => {
+  const { callId, depth } = invocation.context
+  return {
+    callId,
+    toolName: invocation.toolName,
+    depth,
+    signal: signal ?? never,
+    callTool: (name, args = {}) => host.callTool(callId, name, args)
+  }
+}
+
 interface Activation {
   readonly handler: ToolHandler
   readonly host: CallHost
@@ -144,15 +156,7 @@ export const make = (options: Options = {}): CodeRunnerShape => {
     if (activation === undefined) {
       return Promise.reject(new PackageError({ name: invocation.toolName, reason: "NoRunner", detail: `activation ${invocation.activationId} was released` }))
     }
-    const { callId, depth } = invocation.context
-    const host = activation.host
-    const context: InvocationContext = {
-      callId,
-      toolName: invocation.toolName,
-      depth,
-      signal: signal ?? never,
-      callTool: (name, args = {}) => host.callTool(callId, name, args)
-    }
+    const context = invocation.local ?? contextOf(invocation, activation.host, signal)
     return activation.composes
       ? invocations.run(context, activation.handler, invocation.args, context)
       : activation.handler(invocation.args, context)

@@ -8,7 +8,7 @@
  */
 import type { AdmissionShape } from "../Admission.js"
 import type { Middleware } from "../Call.js"
-import type { CallHost } from "../CodeRunner.js"
+import type { CallContext, CallHost, Invocation, InvocationContext } from "../CodeRunner.js"
 import type { ErrorCache } from "../ErrorCache.js"
 import type { EventFeed } from "../EventFeed.js"
 import type { HarnessClockShape } from "../HarnessClock.js"
@@ -63,6 +63,37 @@ const abortedBy = <A>(pending: A | PromiseLike<A>, signal: AbortSignal): Promise
       }
     )
   })
+
+/**
+ * An invocation as a runner receives it. Its serialisable `context` is made when a runner reads
+ * it, and only then does the call enter the table of live calls (whoever holds the context may
+ * name the call later). An in-process runner may use `local`, the call's own handler context,
+ * instead: that call enters the table only if its handler composes.
+ */
+class CodeInvocation implements Invocation {
+  readonly toolName: string
+  readonly args: unknown
+  private made: CallContext | undefined
+
+  constructor(
+    readonly activationId: string,
+    private readonly call: LiveCall,
+    private readonly deadline: number | null
+  ) {
+    this.toolName = call.name
+    this.args = call.args
+  }
+
+  get local(): InvocationContext {
+    return this.call
+  }
+
+  get context(): CallContext {
+    if (this.made !== undefined) return this.made
+    this.call.register()
+    return this.made = this.call.context(this.deadline)
+  }
+}
 
 export class Dispatcher implements Session, CallHost {
   readonly sessionId: string
@@ -188,9 +219,7 @@ export class Dispatcher implements Session, CallHost {
   }
 
   private invokeCode(version: CodeVersion, call: LiveCall): unknown {
-    call.register()
-    const invocation = { activationId: version.activationId, toolName: call.name, args: call.args, context: call.context(null) }
-    if (!this.limited) return version.runner.invoke(invocation, call.cancelSignal)
+    if (!this.limited) return version.runner.invoke(new CodeInvocation(version.activationId, call, null), call.cancelSignal)
     return this.invokeAdmitted(version, call)
   }
 
@@ -205,10 +234,7 @@ export class Dispatcher implements Session, CallHost {
       ? undefined
       : clock.schedule(seconds * 1000, () => call.abort(new ToolTimeout({ name: call.name, seconds })))
     try {
-      return await version.runner.invoke(
-        { activationId: version.activationId, toolName: call.name, args: call.args, context: call.context(deadline) },
-        signal
-      )
+      return await version.runner.invoke(new CodeInvocation(version.activationId, call, deadline), signal)
     } finally {
       cancelTimer?.()
       release()
