@@ -55,8 +55,6 @@ export interface AdmissionShape {
    * call waits: an abandoned call never takes a slot later.
    */
   readonly acquire: (signal: AbortSignal | undefined) => Promise<Release>
-  /** Whether a slot is free now. */
-  readonly available: () => boolean
   /** The wall-clock bound of one call in seconds: the short timeout, or the long one (JT-CTR-02); `null` for none. */
   readonly timeoutSeconds: (duration: "short" | "long") => number | null
   readonly usage: () => Usage
@@ -90,7 +88,6 @@ export const unlimited = (): AdmissionShape => {
       return true
     },
     acquire: () => freeSlot,
-    available: () => true,
     timeoutSeconds: () => null,
     usage: () => ({ versions, repairs, invocations, running: 0, waiting: 0 })
   }
@@ -183,7 +180,6 @@ export const local = (policy: JitPolicy.JitPolicy): AdmissionShape => {
         if (onAbort !== undefined) signal!.addEventListener("abort", onAbort, { once: true })
       })
     },
-    available: () => running < policy.maximumConcurrentInvocations,
     timeoutSeconds: (duration) => duration === "long" ? policy.invocationTimeoutSeconds : policy.shortInvocationTimeoutSeconds,
     usage: () => ({ versions, repairs, invocations, running, waiting: waiting.length })
   }
