@@ -224,7 +224,7 @@ export class JitHarness implements Session {
     this.read = new ReadModel(this.registry, this.profiler, this.errors)
     this.dispatcher = new Dispatcher({
       sessionId: this.sessionId,
-      idPrefix,
+      generatedId,
       registry: this.registry,
       admission: this.admission,
       clock: this.clock,

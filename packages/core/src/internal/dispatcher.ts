@@ -31,7 +31,8 @@ import { type CodeVersion, type Entry, type Registry, release } from "./registry
 
 export interface DispatcherOptions {
   readonly sessionId: string
-  readonly idPrefix: string
+  /** The id of a call that came without one, unique in this harness (the profiler derives the same). */
+  readonly generatedId: (seq: number) => string
   readonly registry: Registry
   readonly admission: AdmissionShape
   readonly clock: HarnessClockShape
@@ -110,10 +111,11 @@ export class Dispatcher implements Session, CallHost {
   constructor(options: DispatcherOptions) {
     this.o = options
     this.sessionId = options.sessionId
+    this.generatedId = options.generatedId
     this.limited = options.admission.policy !== undefined
   }
 
-  readonly generatedId = (seq: number): string => this.o.idPrefix + seq.toString(36)
+  readonly generatedId: (seq: number) => string
 
   /** A call from the application or the model. */
   call(name: string, args: unknown, callId: string | undefined, signal: AbortSignal | undefined): Promise<unknown> {

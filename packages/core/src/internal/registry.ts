@@ -71,8 +71,6 @@ export type Entry = BaseEntry | CodeEntry | TextEntry | ManagementEntry
 
 export type UserEntry = Exclude<Entry, ManagementEntry>
 
-export type { ToolState }
-
 /** Releases an activation once its last running call ended (UNL-08). */
 export const release = (version: CodeVersion): Promise<void> => version.runner.release(version.activationId)
 
