@@ -219,6 +219,14 @@ export type HarnessError =
 export const isHarnessError = (u: unknown): u is HarnessError =>
   typeof u === "object" && u !== null && "_tag" in u && harnessErrorTags.has((u as { _tag: unknown })._tag as string)
 
+/**
+ * Whether `name` is the tag of an error the harness itself raises. A tool running in another
+ * process reports its failures by type name; such a name is not the harness's to claim.
+ *
+ * @since 0.1.0 @category refinements
+ */
+export const isHarnessErrorTag = (name: string): boolean => harnessErrorTags.has(name)
+
 const harnessErrorTags = new Set<string>([
   "ToolNotFound",
   "ToolRejected",

@@ -35,6 +35,8 @@ CPU_REPORT_SECONDS = 0.25
 _cpu_reported = None
 
 _current = contextvars.ContextVar("jitbox_invocation", default=None)
+# Ids of the invocations in flight: a nested call from any other is refused here.
+_running = set()
 _read_buffer = bytearray()
 _results = {}
 _pending = {}
@@ -289,7 +291,7 @@ class _Harness:
     def _request(self, name, args):
         global _next_request
         invocation = _current.get()
-        if invocation is None:
+        if invocation is None or invocation[0] not in _running:
             raise _error_class("ToolRejected")(
                 "harness.call_tool(%r) ran outside a tool invocation (at module load or after the call ended)" % (name,))
         payload = _dumps(args)
@@ -398,7 +400,7 @@ def _report(invocation_id, value=None, error=None):
     if error is None:
         try:
             payload = _dumps(value)
-        except (TypeError, ValueError) as problem:
+        except (TypeError, ValueError, RecursionError) as problem:
             error = problem
     if error is not None:
         info = {"type": type(error).__name__, "message": str(error)}
@@ -428,13 +430,16 @@ def _arguments(message):
 def _invoke_sync(message):
     invocation_id = message["invocationId"]
     token = _current.set((invocation_id, message.get("callId"), message.get("depth")))
+    _running.add(invocation_id)
     try:
         value = _entry.fn(**_arguments(message))
     except BaseException as error:  # noqa: B036 - SystemExit inside a tool fails that call only
         if isinstance(error, KeyboardInterrupt):
             raise
+        _running.discard(invocation_id)
         _current.reset(token)
         return _report(invocation_id, error=error)
+    _running.discard(invocation_id)
     _current.reset(token)
     _report(invocation_id, value)
 
@@ -442,12 +447,15 @@ def _invoke_sync(message):
 async def _invoke_async(message):
     invocation_id = message["invocationId"]
     _current.set((invocation_id, message.get("callId"), message.get("depth")))
+    _running.add(invocation_id)
     try:
         value = await _entry.fn(**_arguments(message))
     except BaseException as error:  # noqa: B036
         if isinstance(error, KeyboardInterrupt):
             raise
+        _running.discard(invocation_id)
         return _report(invocation_id, error=error)
+    _running.discard(invocation_id)
     _report(invocation_id, value)
 
 

@@ -66,6 +66,8 @@ const errorMessage = (thrown) => {
 
 let nextRequest = 0
 const calls = new Map()
+// Ids of the invocations in flight: a nested call from any other is refused here.
+const running = new Set()
 
 const toolCallError = (type, message) => {
   const error = new Error(message)
@@ -76,9 +78,12 @@ const toolCallError = (type, message) => {
 const harness = Object.freeze({
   callTool(name, args = {}) {
     const current = invocation.getStore()
-    if (current === undefined) {
+    if (current === undefined || !running.has(current.id)) {
       return Promise.reject(
-        toolCallError("ToolRejected", `harness.callTool('${name}') ran outside a tool invocation (at module load or after the call ended)`)
+        toolCallError(
+          "ToolRejected",
+          `harness.callTool('${name}') ran outside a tool invocation (at module load, or after the call ended)`
+        )
       )
     }
     if (typeof name !== "string") return Promise.reject(new TypeError("harness.callTool(name, args): name must be a string"))
@@ -173,12 +178,14 @@ const cpuMs = () => {
 }
 
 const fail = (id, error) => {
+  running.delete(id)
   const nested = error !== null && typeof error === "object" ? error.jitboxRequestId : undefined
   const info = { type: errorType(error), message: errorMessage(error) }
   send({ _tag: "Failed", invocationId: id, error: nested === undefined ? info : { ...info, nestedRequestId: nested }, cpuMs: cpuMs() })
 }
 
 const reply = (id, value) => {
+  running.delete(id)
   let json
   try {
     json = JSON.stringify(value === undefined ? null : value)
@@ -205,6 +212,7 @@ const invoke = (message) => {
     signal: quiet,
     callTool: (name, args) => harness.callTool(name, args)
   }
+  running.add(id)
   let result
   try {
     result = invocation.run(store, entry.handler, message.args, store)

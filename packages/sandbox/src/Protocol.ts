@@ -21,6 +21,24 @@ export const MaxEnvelopeBytes = 4_096
 /** The longest line the host accepts from a child before it stops reading and kills it. @since 0.1.0 @category constants */
 export const MaxLineBytes = MaxPayloadBytes + MaxEnvelopeBytes
 
+/**
+ * The deepest nesting of arrays and objects a value crossing the protocol may have, in either
+ * direction (arguments, results, nested calls and their answers). Deeper values are refused with a
+ * typed error before they are encoded or passed on: encoders and validators recurse, and a value a
+ * few thousand levels deep (a few kilobytes of JSON) overflows their stacks.
+ *
+ * @since 0.1.0 @category constants
+ */
+export const MaxNestingDepth = 128
+
+/**
+ * Host messages a child may leave unread on its stdin before it is killed: a child that sends
+ * nested calls and never reads the answers must not make the host buffer them without bound.
+ *
+ * @since 0.1.0 @category constants
+ */
+export const MaxUnreadBytes = 64 * MaxLineBytes
+
 /** @since 0.1.0 @category schemas */
 export const ErrorInfo = Schema.Struct({
   type: Schema.String,
@@ -215,6 +233,35 @@ const decodeWith = <A>(
   return Either.isRight(decoded)
     ? decoded.right
     : `not a protocol message: ${preview(line)} (${ParseResult.TreeFormatter.formatErrorSync(decoded.left)})`
+}
+
+/**
+ * Whether the JSON text nests arrays and objects deeper than `max`, without parsing it. A text
+ * shorter than `2 * max` cannot (each level takes two characters at least), so short lines cost
+ * nothing.
+ *
+ * @since 0.1.0 @category decoding
+ */
+export const nestsDeeperThan = (json: string, max: number): boolean => {
+  const length = json.length
+  if (length <= 2 * max) return false
+  let depth = 0
+  for (let i = 0; i < length; i++) {
+    const c = json.charCodeAt(i)
+    if (c === 34) {
+      // skip a string: brackets inside it do not nest
+      for (i++; i < length; i++) {
+        const d = json.charCodeAt(i)
+        if (d === 92) i++
+        else if (d === 34) break
+      }
+    } else if (c === 91 || c === 123) {
+      if (++depth > max) return true
+    } else if (c === 93 || c === 125) {
+      depth--
+    }
+  }
+  return false
 }
 
 /** @since 0.1.0 @category encoding */

@@ -57,8 +57,15 @@ export interface SandboxOptions {
   readonly tmpDir?: string | undefined
   /** Receives what tools print (stdout/stderr are redirected into the protocol). Default: dropped. */
   readonly onLog?: ((entry: LogEntry) => void) | undefined
-  /** Printed bytes one child may emit while busy before it is killed with `OutputTooLarge`. Default 1 MiB. */
+  /**
+   * Printed bytes one child may emit during one invocation, or while it is idle between two, before
+   * it is killed with `OutputTooLarge`. Default 1 MiB.
+   */
   readonly maxLogBytes?: number | undefined
+  /** Nested calls (`harness.callTool`) one invocation may make in all; past it the child is killed (`LimitExceeded`). Default 10,000. */
+  readonly maxNestedCalls?: number | undefined
+  /** Nested calls one invocation may have unanswered at once; one more is refused to the tool (`SandboxError`, `LimitExceeded`). Default 64. */
+  readonly maxNestedCallsInFlight?: number | undefined
   /**
    * The clock a call's `deadline` (epoch milliseconds by the harness's clock) is read against.
    * Default: the wall clock. Give the harness's clock (core's `HarnessClock`) when it is not the
@@ -90,6 +97,8 @@ export interface SandboxConfig {
   readonly tmpDir: string
   readonly onLog: ((entry: LogEntry) => void) | undefined
   readonly maxLogBytes: number
+  readonly maxNestedCalls: number
+  readonly maxNestedCallsInFlight: number
   readonly clock: { readonly now: () => number }
 }
 
@@ -140,7 +149,9 @@ export const make = (options: SandboxOptions = {}): SandboxConfig => {
     pythonSite: options.pythonSite ?? false,
     tmpDir: options.tmpDir ?? os.tmpdir(),
     onLog: options.onLog,
-    maxLogBytes: options.maxLogBytes ?? 1024 * 1024,
+    maxLogBytes: positive("maxLogBytes", options.maxLogBytes ?? 1024 * 1024),
+    maxNestedCalls: positiveInteger("maxNestedCalls", options.maxNestedCalls ?? 10_000),
+    maxNestedCallsInFlight: positiveInteger("maxNestedCallsInFlight", options.maxNestedCallsInFlight ?? 64),
     clock: options.clock ?? wallClock
   }
 }
@@ -150,6 +161,13 @@ const wallClock = { now: Date.now }
 const positive = (name: string, value: number): number => {
   if (!(typeof value === "number" && Number.isFinite(value) && value > 0)) {
     throw new HarnessError.ConfigError({ option: name, detail: `must be a positive number, got ${value}` })
+  }
+  return value
+}
+
+const positiveInteger = (name: string, value: number): number => {
+  if (!(Number.isInteger(value) && value > 0)) {
+    throw new HarnessError.ConfigError({ option: name, detail: `must be a positive integer, got ${value}` })
   }
   return value
 }

@@ -6,8 +6,12 @@
  * and with a printer that reads `_tag` first and `name` otherwise (the agent): both say
  * `ValueError: bad value`, as they would had the tool run in process.
  *
+ * A child names its own error types: a name the host keeps for its own errors (`ToolCancelled`,
+ * `ToolTimeout`, `SandboxError`, …) is not taken at its word (`fromChild`).
+ *
  * @since 0.1.0
  */
+import { HarnessError } from "@jitbox/core"
 
 /** @since 0.1.0 @category errors */
 export class ToolError extends Error {
@@ -32,3 +36,22 @@ Object.defineProperty(ToolError, "name", { value: "Error" })
 
 /** @since 0.1.0 @category refinements */
 export const isToolError = (u: unknown): u is ToolError => u instanceof ToolError
+
+/** Error names of the host's own besides the harness's tags. */
+const hostErrorNames = new Set(["SandboxError", "ToolFailure", "TransportError", "ToolError"])
+
+/**
+ * The error a child reported, as its own: a type name the host keeps for its own errors becomes
+ * `ToolError` with the claimed name in the message, so a tool cannot pass its failure off as a
+ * cancellation, a timeout or a sandbox failure.
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const fromChild = (toolName: string, reported: { readonly type: string; readonly message: string }): ToolError =>
+  HarnessError.isHarnessErrorTag(reported.type) || hostErrorNames.has(reported.type)
+    ? new ToolError({
+      toolName,
+      errorType: "ToolError",
+      message: `the tool raised an error named ${reported.type}, a name the host keeps for its own errors: ${reported.message}`
+    })
+    : new ToolError({ toolName, errorType: reported.type, message: reported.message })

@@ -159,7 +159,7 @@ describe("SandboxRunner", () => {
     }
   })
 
-  it("a child can only name the invocation it runs: a forged CallTool is refused and never reaches the host", async () => {
+  it("a child can only name the invocation it runs: a forged CallTool kills the child and never reaches the host", async () => {
     const runner = SandboxRunner.make(testOptions)
     try {
       const calls: Array<RecordedCall> = []
@@ -172,8 +172,10 @@ describe("SandboxRunner", () => {
           "    return harness.call_tool_sync('allowed')"
         ].join("\n")
       }), host({ calls, answer: () => 1 }))
-      expect(await code.invoke({}, { callId: "the-call" })).toBe(1)
-      expect(calls).toEqual([{ parentCallId: "the-call", name: "allowed", args: {} }])
+      const error = await rejection(code.invoke({}, { callId: "the-call" }))
+      expect(error).toMatchObject({ _tag: "SandboxError", reason: "ProtocolViolation" })
+      expect((error as Error).message).toMatch(/naming invocation '999', which is not in flight on this child/)
+      expect(calls).toEqual([])
     } finally {
       await runner.close()
     }

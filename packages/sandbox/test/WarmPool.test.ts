@@ -230,20 +230,11 @@ describe("WarmPool", () => {
     }
   })
 
-  it("composition A → B → A and A → A does not deadlock at a bound of 1: a nested call re-enters its ancestor's child", async () => {
+  it("composition A → B → A and A → A does not deadlock at a bound of 1: a nested call re-enters the child where its caller waits", async () => {
     const runner = SandboxRunner.make({ ...testOptions, maximumRuntimeEnvironments: 1 })
     try {
       const harness = new MiniHarness(runner)
-      await harness.add("a", source("javascript", {
-        "index.js": [
-          `export const main = tool({ description: "d" }, async ({ path }) => {`,
-          `  const here = process.env.JITBOX_SANDBOX_CHILD`,
-          `  if (path.length === 0) return [here]`,
-          `  return [here, ...await harness.callTool(path[0], { path: path.slice(1) })]`,
-          `})`
-        ].join("\n")
-      }))
-      await harness.add("b", source("python", {
+      await harness.add("a", source("python", {
         "__init__.py": [
           "import os",
           "@tool(guidelines='g')",
@@ -254,6 +245,15 @@ describe("WarmPool", () => {
           "    return [here] + harness.call_tool_sync(path[0], path=path[1:])"
         ].join("\n")
       }))
+      await harness.add("b", source("javascript", {
+        "index.js": [
+          `export const main = tool({ description: "d" }, async ({ path }) => {`,
+          `  const here = process.env.JITBOX_SANDBOX_CHILD`,
+          `  if (path.length === 0) return [here]`,
+          `  return [here, ...await harness.callTool(path[0], { path: path.slice(1) })]`,
+          `})`
+        ].join("\n")
+      }))
       const children = await harness.call("a", { path: ["b", "a", "a"] }) as Array<string>
       expect(children).toHaveLength(4)
       // a's child waits on b, b's on the inner a: the inner a calls run in the outer a's child
@@ -261,6 +261,28 @@ describe("WarmPool", () => {
       expect(children[3]).toBe(children[0])
       expect(new Set(children).size).toBe(2)
       expect(harness.calls.map(({ depth, name }) => `${name}@${depth}`)).toEqual(["a@1", "b@2", "a@3", "a@4"])
+      expect(new Set(await harness.call("b", { path: ["b", "b"] }) as Array<string>).size).toBe(1)
+      // two nested calls of one invocation at once: the first re-enters; the second waits until the
+      // first has ended (a child's invocations form one chain), then re-enters too
+      await harness.add("fork", source("javascript", {
+        "index.js": [
+          `let running = 0`,
+          `export const main = tool({ description: "d" }, async ({ depth }) => {`,
+          `  const here = process.env.JITBOX_SANDBOX_CHILD`,
+          `  if (depth === 0) {`,
+          `    const together = ++running`,
+          `    await new Promise((resolve) => setTimeout(resolve, 200))`,
+          `    running--`,
+          `    return [[here, together]]`,
+          `  }`,
+          `  const [left, right] = await Promise.all([harness.callTool("fork", { depth: 0 }), harness.callTool("fork", { depth: 0 })])`,
+          `  return [[here, 0], ...left, ...right]`,
+          `})`
+        ].join("\n")
+      }))
+      const forked = await harness.call("fork", { depth: 1 }) as Array<[string, number]>
+      expect(forked.map(([, together]) => together)).toEqual([0, 1, 1])
+      expect(new Set(forked.map(([here]) => here)).size).toBe(1)
       // concurrent composed calls too
       const both = await Promise.all([harness.call("a", { path: ["a"] }), harness.call("a", { path: ["b", "a"] })])
       expect(both.map((path) => (path as Array<string>).length)).toEqual([2, 3])

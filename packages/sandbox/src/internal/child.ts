@@ -13,7 +13,7 @@ import * as os from "node:os"
 import * as Protocol from "../Protocol.js"
 import type * as SandboxConfig from "../SandboxConfig.js"
 import { SandboxError, type SandboxErrorReason } from "../SandboxError.js"
-import { ToolError } from "../ToolError.js"
+import * as ToolError from "../ToolError.js"
 import { killGroup } from "./spawn.js"
 
 export type ChildState = "starting" | "ready" | "dead"
@@ -115,6 +115,16 @@ export abstract class ChildBase {
     })
   }
 
+  /** The call id of the innermost invocation in flight, where a re-entrant child runs a nested one. */
+  get innermostCallId(): string | undefined {
+    return undefined
+  }
+
+  /** Whether the child runs a nested invocation of its own version inside the one waiting on it. */
+  get reentrant(): boolean {
+    return false
+  }
+
   get busy(): boolean {
     return this.inflight > 0 || this.state === "starting"
   }
@@ -160,8 +170,13 @@ export abstract class ChildBase {
   protected abstract onLine(line: string, bytes: number): void
   protected abstract rejectAll(reason: SandboxErrorReason, detail: string): void
 
+  /** Sends a line; a child that leaves more than `MaxUnreadBytes` of them unread is killed. */
   protected write(line: string): void {
-    this.proc.stdin.write(line)
+    const stdin = this.proc.stdin
+    stdin.write(line)
+    if (stdin.writableLength > Protocol.MaxUnreadBytes) {
+      this.fail("LimitExceeded", `the child left more than ${Protocol.MaxUnreadBytes} bytes of the host's messages unread`)
+    }
   }
 
   protected error(reason: SandboxErrorReason, detail: string): SandboxError {
@@ -204,10 +219,14 @@ export abstract class ChildBase {
     }
   }
 
+  /** Printed bytes count against `maxLogBytes` per invocation, and while idle between two. */
   protected countPrinted(bytes: number): void {
     this.printedBytes += bytes
-    if (this.printedBytes > this.hooks.config.maxLogBytes && this.busy) {
-      this.fail("OutputTooLarge", `the tool printed more than ${this.hooks.config.maxLogBytes} bytes`)
+    if (this.printedBytes > this.hooks.config.maxLogBytes) {
+      this.fail(
+        "OutputTooLarge",
+        `the tool printed more than ${this.hooks.config.maxLogBytes} bytes${this.busy ? "" : " while no invocation ran"}`
+      )
     }
   }
 
@@ -282,6 +301,7 @@ export abstract class ChildBase {
 }
 
 interface Pending {
+  readonly id: string
   readonly resolve: (value: unknown) => void
   readonly reject: (error: unknown) => void
   readonly context: ChildCall
@@ -289,12 +309,34 @@ interface Pending {
   readonly onAbort: (() => void) | undefined
   /** The host-side errors of this invocation's failed nested calls, by request id. */
   nested?: Map<string, unknown>
+  /** Nested calls made so far, and those not answered yet. */
+  nestedCalls: number
+  nestedInFlight: number
+  /** Nested calls made while an invocation nested in this one runs on the same child: sent when it ends. */
+  deferred?: Array<typeof Protocol.CallTool.Type> | undefined
 }
 
-/** A Node or Python child: JSON lines, invocations told apart by `invocationId`. */
+/**
+ * A Node or Python child: JSON lines, invocations told apart by `invocationId`. The child is
+ * re-entrant: a nested call of its own version whose caller runs here may run here too, inside the
+ * invocation waiting on it (see `SandboxedVersion`), so the invocations in flight form a stack. A
+ * nested call goes to the host under the innermost one's call id: one named by an outer invocation
+ * waits until everything above it has ended, so a child cannot run a call under an ancestor's name
+ * (and depth) while the invocation it really comes from is still in flight.
+ */
 export class JsonLinesChild extends ChildBase {
   private readonly pending = new Map<string, Pending>()
+  /** The invocations in flight, the innermost last. */
+  private readonly stack: Array<Pending> = []
   private sequence = 0
+
+  override get innermostCallId(): string | undefined {
+    return this.stack[this.stack.length - 1]?.context.callId
+  }
+
+  override get reentrant(): boolean {
+    return true
+  }
 
   invoke(args: unknown, context: ChildCall): Promise<unknown> {
     const gone = this.unavailable()
@@ -311,7 +353,18 @@ export class JsonLinesChild extends ChildBase {
         onAbort = () => this.cancel(id)
         context.signal.addEventListener("abort", onAbort, { once: true })
       }
-      this.pending.set(id, { resolve, reject, context, timer: setTimeout(this.onTimeout, timeoutMs, id), onAbort })
+      const pending: Pending = {
+        id,
+        resolve,
+        reject,
+        context,
+        timer: setTimeout(this.onTimeout, timeoutMs, id),
+        onAbort,
+        nestedCalls: 0,
+        nestedInFlight: 0
+      }
+      this.pending.set(id, pending)
+      this.stack.push(pending)
       this.inflight++
       this.lastUsed = tick()
       this.write(
@@ -330,7 +383,10 @@ export class JsonLinesChild extends ChildBase {
         const pending = this.take(message.invocationId)
         if (pending === undefined) return
         this.noteCpu(message.cpuMs)
-        if (bytes > Protocol.MaxPayloadBytes && jsonBytes(message.value) > Protocol.MaxPayloadBytes) {
+        // the envelope is one level
+        if (Protocol.nestsDeeperThan(line, Protocol.MaxNestingDepth + 1)) {
+          pending.reject(this.error("OutputTooLarge", `the result is ${tooDeep}`))
+        } else if (bytes > Protocol.MaxPayloadBytes && jsonBytes(message.value) > Protocol.MaxPayloadBytes) {
           pending.reject(this.error("OutputTooLarge", `the result exceeds ${Protocol.MaxPayloadBytes} bytes of JSON`))
         } else {
           pending.resolve(message.value)
@@ -345,16 +401,16 @@ export class JsonLinesChild extends ChildBase {
           ? undefined
           : pending.nested?.get(message.error.nestedRequestId)
         pending.reject(
-          message.error.type === "OutputTooLarge"
-            ? this.error("OutputTooLarge", message.error.message)
-            : propagated !== undefined
+          propagated !== undefined
             ? propagated
-            : new ToolError({ toolName: this.hooks.toolName, errorType: message.error.type, message: message.error.message })
+            : message.error.type === "OutputTooLarge"
+            ? this.error("OutputTooLarge", message.error.message)
+            : ToolError.fromChild(this.hooks.toolName, message.error)
         )
         return this.settled()
       }
       case "CallTool":
-        return this.forwardCall(message, bytes)
+        return this.forwardCall(message, line, bytes)
       case "Log":
         this.log(message.line)
         return this.countPrinted(bytes)
@@ -371,18 +427,42 @@ export class JsonLinesChild extends ChildBase {
       pending.reject(this.error(reason, detail))
     }
     this.pending.clear()
+    this.stack.length = 0
   }
 
+  /** Takes an invocation out of flight; an answer for one not in flight breaks the protocol. */
   private take(invocationId: string): Pending | undefined {
     const pending = this.pending.get(invocationId)
     if (pending === undefined) {
-      this.fail("ProtocolViolation", `an answer for invocation '${invocationId}', which is not running`)
+      this.fail("ProtocolViolation", `an answer for invocation '${Protocol.preview(invocationId, 40)}', which is not running`)
       return undefined
     }
-    this.pending.delete(invocationId)
-    clear(pending)
+    this.forget(pending)
     this.inflight--
     return pending
+  }
+
+  private forget(pending: Pending): void {
+    this.pending.delete(pending.id)
+    const index = this.stack.lastIndexOf(pending)
+    if (index !== -1) this.stack.splice(index, 1)
+    clear(pending)
+    const deferred = pending.deferred
+    if (deferred !== undefined) {
+      pending.deferred = undefined
+      for (const call of deferred) {
+        this.refuse(pending, call.requestId, this.error("ProtocolViolation", `invocation ${pending.context.callId} ended before its nested call to '${call.name}' could be made`))
+      }
+    }
+    this.resume()
+  }
+
+  /** Sends the deferred calls of the innermost invocation, while it stays the innermost. */
+  private resume(): void {
+    const top = this.stack[this.stack.length - 1]
+    while (top?.deferred !== undefined && top.deferred.length > 0 && this.stack[this.stack.length - 1] === top && this.state !== "dead") {
+      this.send(top, top.deferred.shift()!)
+    }
   }
 
   private settled(): void {
@@ -396,8 +476,7 @@ export class JsonLinesChild extends ChildBase {
   private readonly onTimeout = (id: string): void => {
     const pending = this.pending.get(id)
     if (pending === undefined) return
-    this.pending.delete(id)
-    clear(pending)
+    this.forget(pending)
     pending.reject(timedOut(this.hooks.toolName, pending.context))
     this.fail("ChildExited", `the child was killed because invocation ${pending.context.callId} timed out`)
   }
@@ -405,46 +484,81 @@ export class JsonLinesChild extends ChildBase {
   private cancel(id: string): void {
     const pending = this.pending.get(id)
     if (pending === undefined) return
-    this.pending.delete(id)
-    clear(pending)
+    this.forget(pending)
     pending.reject(cancelled(this.hooks.toolName, pending.context))
     this.fail("ChildExited", `the child was killed to cancel invocation ${pending.context.callId}`)
   }
 
-  private forwardCall(message: typeof Protocol.CallTool.Type, bytes: number): void {
-    const pending = this.pending.get(message.invocationId)
-    const answer = (ok: boolean, payload: string) => {
-      if (this.state === "dead") return
-      this.write(`{"_tag":"CallResult","requestId":${JSON.stringify(message.requestId)},"ok":${ok},${payload}}\n`)
+  /**
+   * A nested call goes to the host under the call id of the invocation that makes it, once that
+   * invocation is the innermost in flight on this child. A call naming an invocation that is not in
+   * flight breaks the protocol and kills the child; past `maxNestedCalls` in one invocation the
+   * child is killed too; past `maxNestedCallsInFlight` unanswered ones the call is refused to the tool.
+   */
+  private forwardCall(message: typeof Protocol.CallTool.Type, line: string, bytes: number): void {
+    const owner = this.pending.get(message.invocationId)
+    if (owner === undefined) {
+      return this.fail(
+        "ProtocolViolation",
+        this.stack.length === 0
+          ? "a nested call (CallTool) while no invocation runs"
+          : `a nested call (CallTool) naming invocation '${Protocol.preview(message.invocationId, 40)}', which is not in flight on this child`
+      )
     }
-    const failWith = (type: string, text: string) =>
-      answer(false, `"error":${JSON.stringify({ type, message: text })}`)
-    if (pending === undefined) {
-      return failWith("ToolRejected", `invocation '${message.invocationId}' is not running`)
+    const config = this.hooks.config
+    if (++owner.nestedCalls > config.maxNestedCalls) {
+      return this.fail("LimitExceeded", `invocation ${owner.context.callId} made more than ${config.maxNestedCalls} nested calls`)
+    }
+    const name = message.name
+    if (owner.nestedInFlight >= config.maxNestedCallsInFlight) {
+      return this.refuse(owner, message.requestId, this.error("LimitExceeded", `more than ${config.maxNestedCallsInFlight} nested calls of one invocation at once`))
+    }
+    // the envelope is one level
+    if (Protocol.nestsDeeperThan(line, Protocol.MaxNestingDepth + 1)) {
+      return this.refuse(owner, message.requestId, this.error("InputTooLarge", `the arguments of '${name}' are ${tooDeep}`))
     }
     if (bytes > Protocol.MaxPayloadBytes && jsonBytes(message.args) > Protocol.MaxPayloadBytes) {
-      return failWith("InputTooLarge", `arguments of '${message.name}' exceed ${Protocol.MaxPayloadBytes} bytes of JSON`)
+      return this.refuse(owner, message.requestId, this.error("InputTooLarge", `the arguments of '${name}' are larger than ${Protocol.MaxPayloadBytes} bytes of JSON`))
     }
+    owner.nestedInFlight++
+    if (this.stack[this.stack.length - 1] !== owner) {
+      ;(owner.deferred ??= []).push(message)
+      return
+    }
+    this.send(owner, message)
+  }
+
+  private send(owner: Pending, message: typeof Protocol.CallTool.Type): void {
+    const { requestId, name } = message
     let result: Promise<unknown>
     try {
-      result = pending.context.host.callTool(pending.context.callId, message.name, message.args)
+      result = owner.context.host.callTool(owner.context.callId, name, message.args)
     } catch (error) {
       result = Promise.reject(error)
     }
     result.then(
       (value) => {
-        const json = JSON.stringify(value === undefined ? null : value)
-        if (json === undefined) return failWith("TypeError", `'${message.name}' returned a value that is not JSON`)
-        if (json.length > Protocol.MaxPayloadBytes / 3 && Buffer.byteLength(json) > Protocol.MaxPayloadBytes) {
-          return failWith("OutputTooLarge", `the result of '${message.name}' exceeds ${Protocol.MaxPayloadBytes} bytes of JSON`)
-        }
-        answer(true, `"value":${json}`)
+        owner.nestedInFlight--
+        const json = encodeValue(value)
+        if (typeof json === "string") return this.answer(requestId, true, `"value":${json}`)
+        this.refuse(owner, requestId, this.error(json.reason === "InputTooLarge" ? "OutputTooLarge" : json.reason, `the result of '${name}' is ${json.detail}`))
       },
       (error: unknown) => {
-        if (error !== undefined) (pending.nested ??= new Map()).set(message.requestId, error)
-        failWith(ThrownValue.errorType(error), ThrownValue.message(error) ?? printed(error))
+        owner.nestedInFlight--
+        this.refuse(owner, requestId, error)
       }
-    )
+    ).catch((error: unknown) => this.fail("ProtocolViolation", `a nested call's answer could not be sent: ${printed(error)}`))
+  }
+
+  private answer(requestId: string, ok: boolean, payload: string): void {
+    if (this.state === "dead") return
+    this.write(`{"_tag":"CallResult","requestId":${JSON.stringify(requestId)},"ok":${ok},${payload}}\n`)
+  }
+
+  /** Fails a nested call to the tool; the error is kept, so a tool that lets it propagate fails with it. */
+  private refuse(owner: Pending, requestId: string, error: unknown): void {
+    if (error !== undefined) (owner.nested ??= new Map()).set(requestId, error)
+    this.answer(requestId, false, `"error":${JSON.stringify({ type: ThrownValue.errorType(error), message: ThrownValue.message(error) ?? printed(error) })}`)
   }
 }
 
@@ -456,21 +570,33 @@ const clear = (pending: Pending): void => {
 export const cancelled = (toolName: string, context: { readonly callId: string }): HarnessError.ToolCancelled =>
   new HarnessError.ToolCancelled({ name: toolName, callId: context.callId })
 
-/** The arguments as compact JSON, or why they cannot be sent. */
-export const encodeArgs = (args: unknown): string | { readonly reason: SandboxErrorReason; readonly detail: string } => {
+/** A value as compact JSON for a child, or why it cannot be sent: not JSON, nested too deep, too large. */
+export const encodeValue = (value: unknown): string | { readonly reason: SandboxErrorReason; readonly detail: string } => {
   let json: string | undefined
   try {
-    json = JSON.stringify(args === undefined ? {} : args)
+    json = JSON.stringify(value === undefined ? null : value)
   } catch (error) {
-    return { reason: "ProtocolViolation", detail: `the arguments are not JSON: ${ThrownValue.message(error) ?? printed(error)}` }
+    return error instanceof RangeError
+      ? { reason: "InputTooLarge", detail: tooDeep }
+      : { reason: "ProtocolViolation", detail: `not JSON: ${ThrownValue.message(error) ?? printed(error)}` }
   }
-  if (json === undefined) return { reason: "ProtocolViolation", detail: "the arguments are not JSON" }
+  if (json === undefined) return { reason: "ProtocolViolation", detail: "not JSON" }
+  if (Protocol.nestsDeeperThan(json, Protocol.MaxNestingDepth)) return { reason: "InputTooLarge", detail: tooDeep }
   if (json.length > Protocol.MaxPayloadBytes / 3 && Buffer.byteLength(json) > Protocol.MaxPayloadBytes) {
-    return { reason: "InputTooLarge", detail: `the arguments exceed ${Protocol.MaxPayloadBytes} bytes of JSON (JT-LIM-02)` }
+    return { reason: "InputTooLarge", detail: `larger than ${Protocol.MaxPayloadBytes} bytes of JSON (JT-LIM-02)` }
   }
   return json
 }
 
+/** The arguments as compact JSON, or why they cannot be sent. */
+export const encodeArgs = (args: unknown): string | { readonly reason: SandboxErrorReason; readonly detail: string } => {
+  const json = encodeValue(args === undefined ? {} : args)
+  return typeof json === "string" ? json : { reason: json.reason, detail: `the arguments are ${json.detail}` }
+}
+
+const tooDeep = `nested deeper than ${Protocol.MaxNestingDepth} levels of arrays and objects`
+
+/** Bytes of a value's JSON; only for values whose nesting depth was checked. */
 const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? "")
 
 /** The text of a thrown value that is not an `Error` (`ThrownValue.message` has none for it). */

@@ -26,10 +26,10 @@ export class RunnerContext {
   readonly dirs: Directories
   /**
    * Every invocation running in a child of this runner, by session and call id, with its parent's
-   * key: a nested call whose ancestor runs in a child of the same activation runs re-entrantly in
-   * that child (which waits on it anyway) instead of taking one more.
+   * call id: a nested call whose ancestor waits in a re-entrant child of the same activation runs in
+   * that child instead of taking one more.
    */
-  readonly running = new Map<string, { readonly child: ChildBase; readonly parent: string | null }>()
+  readonly running = new Map<string, { readonly child: ChildBase; readonly parentCallId: string | null }>()
   private children = 0
 
   constructor(

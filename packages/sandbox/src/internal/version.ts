@@ -201,19 +201,21 @@ export class SandboxedVersion<C extends InvocableChild> implements Activated, Ch
   }
 
   /**
-   * The child of this activation that runs an ancestor of the call, if any: A → A, or A → B → A.
-   * The ancestor waits on this call, so running it there re-entrantly takes no child more; a
-   * recursion 32 deep would otherwise hold 32 children at once. Found from this runner's own record
-   * of what runs where, by the call ids the harness gave.
+   * The child of this activation whose innermost invocation is an ancestor of the call (A → A, or
+   * A → B → A), when that child is re-entrant (Node and Python are, Bash is not): the ancestor waits
+   * on this call, so running it there takes no child more; a recursion 32 deep would otherwise hold
+   * 32 children at once. Only the innermost: a second nested call of an ancestor that already has
+   * one running there takes another child, so the invocations of a child always form one chain.
+   * Found from this runner's own record of what runs where, by the call ids the harness gave.
    */
   private ancestorChild(context: CodeRunner.CallContext): C | undefined {
-    let key = context.parentCallId === null ? null : runningKey(context.sessionId, context.parentCallId)
-    for (let hops = 0; key !== null && hops < 1_024; hops++) {
-      const entry = this.ctx.running.get(key)
+    let callId = context.parentCallId
+    for (let hops = 0; callId !== null && hops < 1_024; hops++) {
+      const entry = this.ctx.running.get(runningKey(context.sessionId, callId))
       if (entry === undefined) return undefined
       const child = entry.child as C
-      if (this.children.has(child) && child.usable) return child
-      key = entry.parent
+      if (child.reentrant && child.innermostCallId === callId && this.children.has(child) && child.usable) return child
+      callId = entry.parentCallId
     }
     return undefined
   }
@@ -223,7 +225,7 @@ export class SandboxedVersion<C extends InvocableChild> implements Activated, Ch
     const context = invocation.context
     const key = runningKey(context.sessionId, context.callId)
     const running = this.ctx.running
-    running.set(key, { child, parent: context.parentCallId === null ? null : runningKey(context.sessionId, context.parentCallId) })
+    running.set(key, { child, parentCallId: context.parentCallId })
     const result = this.invokeIn(child, accepted)
     const forget = () => {
       if (running.get(key)?.child === child) running.delete(key)
