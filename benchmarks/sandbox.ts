@@ -202,7 +202,8 @@ type RawKind = Language | "bash-subshell"
 
 const rawLaunch = (kind: RawKind): ChildProcessWithoutNullStreams => {
   const memory = config.limits.memoryMiB
-  const base = { env: {}, mounts: [pkg, work], workDir: work, marker: "jitbox-bench-raw" }
+  // the raw echo children close no inherited descriptor: "self" only spares them the host's listing
+  const base = { env: {}, mounts: [pkg, work], workDir: work, marker: "jitbox-bench-raw", inheritedDescriptors: "self" as const }
   switch (kind) {
     case "javascript":
     case "typescript": {

@@ -15,6 +15,15 @@
 # creates the three files before the driver starts; no file is created or truncated per call.
 __jb_pkg=$JB_PKG __jb_io=$JB_IO __jb_out=$JB_OUT
 unset JB_PKG JB_IO JB_OUT
+# Descriptors the host held without close-on-exec came through prlimit and bubblewrap: keep stdin,
+# stdout, stderr and bash's own descriptor of this script, close the rest (listed: an inherited
+# number may exceed RLIMIT_NOFILE). Without /proc/self/fd nothing can be promised: stop.
+[[ -d /proc/self/fd ]] || { echo "jitbox: cannot list /proc/self/fd" >&2; exit 70; }
+for __jb_fd in /proc/self/fd/*; do
+  __jb_fd=${__jb_fd##*/}
+  (( __jb_fd > 2 )) && ! [[ /proc/self/fd/$__jb_fd -ef $0 ]] && exec {__jb_fd}<&-
+done
+unset __jb_fd
 
 __jb_json_string() {
   local s=$1

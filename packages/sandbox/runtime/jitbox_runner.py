@@ -499,6 +499,10 @@ def _on_readable():
 
 def main():
     global _package_dir
+    # Descriptors the host held without close-on-exec came through prlimit and bubblewrap: only
+    # stdin, stdout and stderr are this process's. Listed, not bounded by RLIMIT_NOFILE: an
+    # inherited number may exceed it.
+    os.closerange(3, max(map(int, os.listdir("/proc/self/fd"))) + 1)
     root = sys.argv[1]
     _package_dir = os.path.join(root, PACKAGE)
     sys.path.insert(0, root)

@@ -4,6 +4,13 @@
 // The bundle's free references to `tool`, `ToolExecutionMode` and `harness` are bound (esbuild
 // `inject`) to the values this file publishes under Symbol.for("jitbox.sandbox.runtime").
 import { AsyncLocalStorage } from "node:async_hooks"
+import { closeSync } from "node:fs"
+
+// Descriptors the host held without close-on-exec came through prlimit and bubblewrap: close them
+// before any tool code runs. The host names them (this process may not read /proc/self/fd), and the
+// permission model does not check reads and writes on open descriptors.
+for (const fd of (process.env.JITBOX_INHERITED_FDS ?? "").split(",")) if (fd !== "") try { closeSync(Number(fd)) } catch {}
+delete process.env.JITBOX_INHERITED_FDS
 
 const MAX_PAYLOAD_BYTES = 262144
 const TOOL = Symbol.for("jitbox.tool")

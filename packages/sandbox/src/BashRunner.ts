@@ -76,7 +76,8 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
         workDir: work,
         addressSpaceMiB: ctx.config.limits.memoryMiB,
         noFork: false,
-        marker
+        marker,
+        inheritedDescriptors: "self"
       },
       wrap: (proc, hooks) => new BashChild(proc, hooks, files!)
     }

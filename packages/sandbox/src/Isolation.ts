@@ -89,6 +89,11 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
       detail: "children get only PATH, HOME, TMPDIR, LANG, LC_ALL, a marker variable, the variables named in options.env (and PWD from bubblewrap)"
     },
     {
+      layer: "inherited-descriptors",
+      active: true,
+      detail: "descriptors the host process holds without close-on-exec (prlimit and bubblewrap pass them on) are closed in each child before its tool's code runs: of the host's descriptors a child keeps only its protocol's stdin, stdout and stderr"
+    },
+    {
       layer: "private-working-directory",
       active: true,
       detail: "each child runs in its own directory, removed when the child ends; the package directory is separate and read-only"

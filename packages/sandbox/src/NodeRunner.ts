@@ -85,7 +85,8 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
         workDir: work,
         addressSpaceMiB: memory + NodeAddressSpaceExtraMiB,
         noFork: true,
-        marker
+        marker,
+        inheritedDescriptors: "named"
       },
       wrap: (proc, hooks) => new JsonLinesChild(proc, hooks)
     }

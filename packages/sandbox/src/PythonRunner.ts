@@ -134,7 +134,8 @@ const spawn = (
         workDir: work,
         addressSpaceMiB: ctx.config.limits.memoryMiB,
         noFork: true,
-        marker
+        marker,
+        inheritedDescriptors: "self"
       },
       wrap: (proc, hooks) => new JsonLinesChild(proc, hooks)
     }

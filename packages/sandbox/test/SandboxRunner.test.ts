@@ -203,6 +203,7 @@ describe("SandboxRunner", () => {
     const layers = Isolation.describeIsolation()
     expect(layers.map((l) => l.layer)).toEqual([
       "scrubbed-environment",
+      "inherited-descriptors",
       "private-working-directory",
       "process-group",
       "node-permission-model",

@@ -6,6 +6,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import type * as SandboxConfig from "../SandboxConfig.js"
 import * as Isolation from "../Isolation.js"
+import { inheritedDescriptors, InheritedDescriptorsVariable } from "./inheritedDescriptors.js"
 import * as Seccomp from "./seccomp.js"
 
 const noForkProgram = Seccomp.noForkProgram()
@@ -30,6 +31,12 @@ export interface Launch {
   readonly noFork: boolean
   /** Value of the marker variable, for process accounting. */
   readonly marker: string
+  /**
+   * How the child closes the host's descriptors it inherits before its tool's code runs: it lists
+   * /proc/self/fd itself (`"self"`), or the host names them in `JITBOX_INHERITED_FDS` (`"named"`,
+   * for Node, which may not read /proc).
+   */
+  readonly inheritedDescriptors: "self" | "named"
 }
 
 /** The variable every child (and everything it starts) carries, so leftovers can be found in /proc. */
@@ -67,6 +74,7 @@ export const launch = (
   }
   if (file !== spec.command) argv.push(spec.command)
   argv.push(...spec.args)
+  const stdio: Array<"pipe"> = seccomp ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"]
   const env: Record<string, string> = {
     PATH: "/usr/local/bin:/usr/bin:/bin",
     HOME: spec.workDir.inside,
@@ -77,11 +85,12 @@ export const launch = (
     ...spec.env,
     [MarkerVariable]: spec.marker
   }
+  if (spec.inheritedDescriptors === "named") env[InheritedDescriptorsVariable] = inheritedDescriptors(stdio.length).join(",")
   const child = spawn(file, argv, {
     cwd: spec.workDir.host,
     env,
     detached: true,
-    stdio: seccomp ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
+    stdio,
     ...(iso.runAs ?? {})
   }) as ChildProcessWithoutNullStreams
   if (seccomp) {
