@@ -1,7 +1,7 @@
 /**
  * The subprocess implementation of core's `CodeRunner`: `activate(source, host)` routes each
  * package to the Node, Python or Bash runner and answers its metadata; `invoke(invocation, signal)`
- * runs the activation named by id in one of its warm children, one invocation per child, so a
+ * runs the activation named by id in one of its warm children, one top-level invocation per child, so a
  * timeout or a cancellation kills the process group of exactly that invocation; `release(id)` ends
  * an activation once its invocations are done. A child's nested `harness.callTool` goes to the
  * activation's `CallHost`, naming the call id of the invocation that child runs, from the host's
