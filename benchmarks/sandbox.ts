@@ -50,7 +50,7 @@ import { type ChildProcessWithoutNullStreams, execFileSync } from "node:child_pr
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { launch, type Mount } from "../packages/sandbox/src/internal/spawn.js"
+import { launch, type Mount, type WorkDir } from "../packages/sandbox/src/internal/spawn.js"
 import { Isolation, SandboxConfig, SandboxRunner } from "../packages/sandbox/src/index.js"
 
 type Language = CodeRunner.CodeSource["language"]
@@ -196,14 +196,15 @@ write("echo.sh", `while IFS= read -r line; do printf '%s\\n' "$line"; done\n`)
 write("echo-subshell.sh", `while :; do ( IFS= read -r line || exit 1; printf '%s\\n' "$line" ) || break; done\n`)
 
 const pkg: Mount = { host: rawDir, inside: iso.bwrap !== undefined ? "/mnt/pkg" : rawDir, writable: false }
-const work: Mount = { host: rawWork, inside: iso.bwrap !== undefined ? "/mnt/work" : rawWork, writable: true }
+// as for a jitbox child: a tmpfs inside bubblewrap, else a host directory
+const work: WorkDir = iso.bwrap !== undefined ? { inside: "/mnt/work", host: undefined } : { inside: rawWork, host: rawWork }
 
 type RawKind = Language | "bash-subshell"
 
 const rawLaunch = (kind: RawKind): ChildProcessWithoutNullStreams => {
   const memory = config.limits.memoryMiB
   // the raw echo children close no inherited descriptor: "self" only spares them the host's listing
-  const base = { env: {}, mounts: [pkg, work], workDir: work, marker: "jitbox-bench-raw", inheritedDescriptors: "self" as const }
+  const base = { env: {}, mounts: [pkg], workDir: work, marker: "jitbox-bench-raw", inheritedDescriptors: "self" as const }
   switch (kind) {
     case "javascript":
     case "typescript": {

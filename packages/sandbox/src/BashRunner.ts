@@ -55,7 +55,7 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
   let files: BashFiles | undefined
   return ctx.spawn(source, owner, (childDir, marker) => {
     const pkg = ctx.mount("pkg", versionDir, false)
-    const work = ctx.mount("work", ctx.dirs.private(childDir, "work"), true)
+    const work = ctx.workDir(childDir)
     const out = ctx.mount("out", ctx.dirs.private(childDir, "out"), true)
     const ioHost = path.join(childDir, "io")
     fs.mkdirSync(ioHost)
@@ -72,7 +72,7 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
         command: bash,
         args: ["--norc", "--noprofile", `${pkg.inside}/driver.sh`],
         env: { JB_PKG: `${pkg.inside}/tool`, JB_IO: io.inside, JB_OUT: out.inside },
-        mounts: [pkg, work, out, io],
+        mounts: [pkg, out, io],
         workDir: work,
         addressSpaceMiB: ctx.config.limits.memoryMiB,
         noFork: false,

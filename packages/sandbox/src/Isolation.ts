@@ -82,6 +82,7 @@ export const describeIsolation = (options?: SandboxConfig.SandboxOptions): Array
 /** @since 0.1.0 @category reporting */
 export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Array<LayerReport> => {
   const l = config.limits
+  const bwrap = iso.bwrap !== undefined
   return [
     {
       layer: "scrubbed-environment",
@@ -96,7 +97,9 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
     {
       layer: "private-working-directory",
       active: true,
-      detail: "each child runs in its own directory, removed when the child ends; the package directory is separate and read-only"
+      detail: bwrap
+        ? `each child's working directory (its HOME) is its own ${l.workDirMiB} MiB tmpfs at /mnt/work, gone with the child, with no host directory behind it; the package directory is separate and read-only`
+        : "each child runs in its own host directory, removed when the child ends; the package directory is separate and read-only"
     },
     {
       layer: "process-group",
@@ -119,15 +122,22 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
     },
     {
       layer: "bubblewrap",
-      active: iso.bwrap !== undefined,
+      active: bwrap,
       detail: iso.bwrapDetail
+    },
+    {
+      layer: "bounded-storage",
+      active: bwrap,
+      detail: bwrap
+        ? `/tmp (${l.tmpfsMiB} MiB, with /dev/shm a link into it) and the working directory (${l.workDirMiB} MiB) are sized tmpfs; /, /mnt and /dev (the devices ${DeviceNodes.join(", ")} and the fd links only) are read-only; anonymous files (memfd) are bounded by ${l.openFiles} open files of ≤ ${l.fileSizeMiB} MiB. One exception: a Bash child's output directory (/mnt/out) is a host directory, bounded per file only. Tmpfs pages are host memory, not counted in the child's address space`
+        : `without bubblewrap a child's working directory is a host directory bounded only per file (RLIMIT_FSIZE ${l.fileSizeMiB} MiB), not in total, and Python and Bash children can write wherever their uid may (e.g. the host's /tmp)`
     },
     {
       layer: "seccomp-no-fork",
       active: iso.seccomp,
       detail: iso.seccomp
         ? "Node and Python children cannot create processes (fork/vfork/clone without CLONE_THREAD fail with EPERM); Bash children can, inside their namespaces"
-        : iso.bwrap === undefined
+        : !bwrap
         ? "needs bubblewrap"
         : "the seccomp program is written for x86_64 only"
     },
@@ -178,7 +188,16 @@ const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
       const file = withSeccomp ? writeSeccompProgram(config.tmpDir) : undefined
       const fd = file !== undefined ? fs.openSync(file, "r") : undefined
       try {
-        const args = [...bwrapArgs(rootEntries, config.limits.tmpfsMiB, [], "/", fd !== undefined), "/bin/true"]
+        const args = [
+          ...bwrapArgs(rootEntries, {
+            tmpfsMiB: config.limits.tmpfsMiB,
+            workDirMiB: config.limits.workDirMiB,
+            mounts: [],
+            workDir: { inside: "/mnt/work", host: undefined },
+            seccomp: fd !== undefined
+          }),
+          "/bin/true"
+        ]
         return spawnSync(bwrapPath, args, {
           env: {},
           stdio: fd !== undefined ? ["ignore", "ignore", "pipe", fd] : ["ignore", "ignore", "pipe"],
@@ -198,7 +217,7 @@ const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
       if (plain.status === 0) bwrap = bwrapPath
       else bwrapDetail = `bwrap is installed but unusable here (${String(plain.stderr ?? plain.error).trim()})`
     }
-    bwrapDetail ??= "mount, network, pid, ipc, uts and user namespaces; a new session; read-only /usr and /etc, a private /tmp tmpfs; the package directory read-only under /mnt; nothing else of the host file system (no /root, /home, /work, /var)"
+    bwrapDetail ??= "mount, network, pid, ipc, uts and user namespaces; a new session; read-only /, /usr, /etc and /dev (a few device nodes only), a private /tmp tmpfs and working-directory tmpfs; the package directory read-only under /mnt; nothing else of the host file system (no /root, /home, /work, /var)"
   }
   let python: PythonInfo | undefined
   let pythonDetail: string
@@ -239,33 +258,75 @@ const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
   }
 }
 
+/** A host directory and where a child sees it. @since 0.1.0 @category models */
+export interface Mount {
+  readonly host: string
+  readonly inside: string
+  readonly writable: boolean
+}
+
 /**
- * The bubblewrap arguments up to (not including) the command. `mounts` are bound under the
- * `/mnt` tmpfs (a new top-level directory cannot be created under a read-only `/`).
+ * A child's writable working directory (also its HOME): inside bubblewrap a tmpfs of
+ * `limits.workDirMiB` with no host directory behind it (`host` undefined); without bubblewrap a
+ * private host directory.
+ *
+ * @since 0.1.0 @category models
+ */
+export interface WorkDir {
+  readonly inside: string
+  readonly host: string | undefined
+}
+
+/** What bubblewrap lays out for one child besides the host root. @since 0.1.0 @category models */
+export interface Layout {
+  readonly tmpfsMiB: number
+  readonly workDirMiB: number
+  /** Host directories, bound under the `/mnt` tmpfs (a new top-level directory cannot be created under a read-only `/`). */
+  readonly mounts: ReadonlyArray<Mount>
+  readonly workDir: WorkDir
+  /** Load the seccomp program bubblewrap reads from fd 3. */
+  readonly seccomp: boolean
+}
+
+/** The device nodes a runtime needs; everything else of the host's `/dev` stays out. @since 0.1.0 @category constants */
+export const DeviceNodes: ReadonlyArray<string> = ["null", "zero", "full", "random", "urandom"]
+
+/**
+ * The bubblewrap arguments up to (not including) the command. Every writable place has a bound:
+ * `/tmp` and the working directory are sized tmpfs, `/dev/shm` links into `/tmp`, and `/`, `/dev`
+ * (only `DeviceNodes` and the stdio links) and `/mnt` are remounted read-only once laid out.
  *
  * @since 0.1.0 @category internals
  */
-export const bwrapArgs = (
-  rootEntries: ReadonlyArray<RootEntry>,
-  tmpfsMiB: number,
-  mounts: ReadonlyArray<{ readonly host: string; readonly inside: string; readonly writable: boolean }>,
-  chdir: string,
-  seccomp: boolean
-): Array<string> => {
+export const bwrapArgs = (rootEntries: ReadonlyArray<RootEntry>, layout: Layout): Array<string> => {
   const args = ["--unshare-all", "--die-with-parent", "--new-session"]
   for (const entry of rootEntries) {
     if (entry._tag === "Bind") args.push("--ro-bind", entry.path, entry.path)
     else args.push("--symlink", entry.target, entry.path)
   }
-  args.push("--dev", "/dev", "--proc", "/proc")
-  args.push("--size", String(tmpfsMiB * 1024 * 1024), "--tmpfs", "/tmp")
+  args.push("--proc", "/proc")
+  args.push("--size", String(DevTmpfsBytes), "--tmpfs", "/dev")
+  for (const node of DeviceNodes) args.push("--dev-bind", `/dev/${node}`, `/dev/${node}`)
+  args.push("--symlink", "/proc/self/fd", "/dev/fd")
+  for (const [i, name] of ["stdin", "stdout", "stderr"].entries()) args.push("--symlink", `/proc/self/fd/${i}`, `/dev/${name}`)
+  args.push("--symlink", "/tmp", "/dev/shm")
+  args.push("--remount-ro", "/dev")
+  args.push("--size", bytes(layout.tmpfsMiB), "--tmpfs", "/tmp")
   args.push("--size", String(1024 * 1024), "--tmpfs", "/mnt")
-  for (const mount of mounts) args.push(mount.writable ? "--bind" : "--ro-bind", mount.host, mount.inside)
-  args.push("--chdir", chdir)
-  if (seccomp) args.push("--seccomp", "3")
+  for (const mount of layout.mounts) args.push(mount.writable ? "--bind" : "--ro-bind", mount.host, mount.inside)
+  if (layout.workDir.host !== undefined) args.push("--bind", layout.workDir.host, layout.workDir.inside)
+  else args.push("--size", bytes(layout.workDirMiB), "--tmpfs", layout.workDir.inside)
+  args.push("--remount-ro", "/mnt", "--remount-ro", "/")
+  args.push("--chdir", layout.workDir.inside)
+  if (layout.seccomp) args.push("--seccomp", "3")
   args.push("--")
   return args
 }
+
+/** `/dev` holds only links and device nodes, which take no blocks. */
+const DevTmpfsBytes = 64 * 1024
+
+const bytes = (mib: number) => String(Math.ceil(mib * 1024 * 1024))
 
 const hostRootEntries = (interpreters: ReadonlyArray<string>): Array<RootEntry> => {
   const entries: Array<RootEntry> = [{ _tag: "Bind", path: "/usr" }, { _tag: "Bind", path: "/etc" }]

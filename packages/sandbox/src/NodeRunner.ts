@@ -73,7 +73,7 @@ export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource
 const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: string, owner: ChildOwner): JsonLinesChild =>
   ctx.spawn(source, owner, (childDir, marker) => {
     const pkg = ctx.mount("pkg", versionDir, false)
-    const work = ctx.mount("work", ctx.dirs.private(childDir, "work"), true)
+    const work = ctx.workDir(childDir)
     const memory = ctx.config.limits.memoryMiB
     const flags = ctx.iso.permissionFlag !== undefined ? [ctx.iso.permissionFlag, `--allow-fs-read=${pkg.inside}`] : []
     return {
@@ -81,7 +81,7 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
         command: ctx.config.nodePath,
         args: [...flags, ...ctx.iso.nodeFlags, `--max-old-space-size=${memory}`, `${pkg.inside}/runtime.mjs`],
         env: {},
-        mounts: [pkg, work],
+        mounts: [pkg],
         workDir: work,
         addressSpaceMiB: memory + NodeAddressSpaceExtraMiB,
         noFork: true,

@@ -124,13 +124,13 @@ const spawn = (
 ): JsonLinesChild =>
   ctx.spawn(source, owner, (childDir, marker) => {
     const pkg = ctx.mount("pkg", versionDir, false)
-    const work = ctx.mount("work", ctx.dirs.private(childDir, "work"), true)
+    const work = ctx.workDir(childDir)
     return {
       launch: {
         command: python,
         args: ["-I", ...(ctx.config.pythonSite ? [] : ["-S"]), "-B", "-c", Bootstrap, pkg.inside],
         env: {},
-        mounts: [pkg, work],
+        mounts: [pkg],
         workDir: work,
         addressSpaceMiB: ctx.config.limits.memoryMiB,
         noFork: true,

@@ -20,8 +20,13 @@ export interface SandboxLimits {
   readonly processes: number
   /** RLIMIT_FSIZE in MiB: the largest file a child may write. */
   readonly fileSizeMiB: number
-  /** Size of the private `/tmp` tmpfs inside bubblewrap. */
+  /** Size of the private `/tmp` tmpfs inside bubblewrap; `/dev/shm` (POSIX shared memory) is a link into it. */
   readonly tmpfsMiB: number
+  /**
+   * Size of each child's working directory (its HOME), a tmpfs inside bubblewrap. Without
+   * bubblewrap the working directory is a host directory, bounded only per file by `fileSizeMiB`.
+   */
+  readonly workDirMiB: number
 }
 
 /** @since 0.1.0 @category models */
@@ -109,7 +114,8 @@ export const defaultLimits: SandboxLimits = {
   openFiles: 64,
   processes: 256,
   fileSizeMiB: 16,
-  tmpfsMiB: 64
+  tmpfsMiB: 64,
+  workDirMiB: 64
 }
 
 /** @since 0.1.0 @category constants */
@@ -131,6 +137,12 @@ export const make = (options: SandboxOptions = {}): SandboxConfig => {
   }
   const limits = { ...defaultLimits, ...options.limits }
   for (const [key, value] of Object.entries(limits)) positive(`limits.${key}`, value)
+  for (const key of ["tmpfsMiB", "workDirMiB"] as const) {
+    // bubblewrap takes a tmpfs size as a whole number of bytes
+    if (!Number.isSafeInteger(Math.ceil(limits[key] * 1024 * 1024))) {
+      throw new HarnessError.ConfigError({ option: `limits.${key}`, detail: `is too large, got ${limits[key]}` })
+    }
+  }
   const isRoot = typeof process.getuid === "function" && process.getuid() === 0
   const runAs = options.runAs === "host"
     ? undefined

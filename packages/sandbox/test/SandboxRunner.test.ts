@@ -209,6 +209,7 @@ describe("SandboxRunner", () => {
       "node-permission-model",
       "rlimits",
       "bubblewrap",
+      "bounded-storage",
       "seccomp-no-fork",
       "unprivileged-uid",
       "python",

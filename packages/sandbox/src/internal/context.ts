@@ -77,6 +77,16 @@ export class RunnerContext {
     return child
   }
 
+  /**
+   * The child's working directory: a tmpfs at `/mnt/work` inside bubblewrap (no host directory),
+   * else a private directory in `childDir`.
+   */
+  workDir(childDir: string): Spawn.WorkDir {
+    if (this.iso.bwrap !== undefined) return { inside: Spawn.mountPoint(this.iso, "work", ""), host: undefined }
+    const host = this.dirs.private(childDir, "work")
+    return { inside: host, host }
+  }
+
   /** A mount of a host directory at `/mnt/<name>` (bubblewrap) or at its own path. */
   mount(name: string, host: string, writable: boolean): Spawn.Mount {
     return { host, inside: Spawn.mountPoint(this.iso, name, host), writable }

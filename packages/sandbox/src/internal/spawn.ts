@@ -11,12 +11,8 @@ import * as Seccomp from "./seccomp.js"
 
 const noForkProgram = Seccomp.noForkProgram()
 
-/** A host directory and where the child sees it. */
-export interface Mount {
-  readonly host: string
-  readonly inside: string
-  readonly writable: boolean
-}
+export type Mount = Isolation.Mount
+export type WorkDir = Isolation.WorkDir
 
 export interface Launch {
   /** Absolute interpreter path; bubblewrap binds interpreters at their host paths. */
@@ -24,8 +20,7 @@ export interface Launch {
   readonly args: ReadonlyArray<string>
   readonly env: Readonly<Record<string, string>>
   readonly mounts: ReadonlyArray<Mount>
-  /** The child's working directory (one of `mounts`). */
-  readonly workDir: Mount
+  readonly workDir: WorkDir
   readonly addressSpaceMiB: number
   /** Load the no-fork seccomp program when bubblewrap can. */
   readonly noFork: boolean
@@ -70,7 +65,13 @@ export const launch = (
   if (iso.bwrap !== undefined) {
     if (file === spec.command) file = iso.bwrap
     else argv.push(iso.bwrap)
-    argv.push(...Isolation.bwrapArgs(iso.rootEntries, limits.tmpfsMiB, spec.mounts, spec.workDir.inside, seccomp))
+    argv.push(...Isolation.bwrapArgs(iso.rootEntries, {
+      tmpfsMiB: limits.tmpfsMiB,
+      workDirMiB: limits.workDirMiB,
+      mounts: spec.mounts,
+      workDir: spec.workDir,
+      seccomp
+    }))
   }
   if (file !== spec.command) argv.push(spec.command)
   argv.push(...spec.args)
@@ -87,7 +88,8 @@ export const launch = (
   }
   if (spec.inheritedDescriptors === "named") env[InheritedDescriptorsVariable] = inheritedDescriptors(stdio.length).join(",")
   const child = spawn(file, argv, {
-    cwd: spec.workDir.host,
+    // inside bubblewrap the working directory exists only in the child's mount namespace
+    cwd: spec.workDir.host ?? "/",
     env,
     detached: true,
     stdio,
