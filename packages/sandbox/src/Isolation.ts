@@ -37,7 +37,7 @@ export interface Isolation {
   readonly bwrap: string | undefined
   readonly bwrapDetail: string
   readonly rootEntries: ReadonlyArray<RootEntry>
-  /** The no-fork seccomp program loads (bubblewrap is usable and the host is x86_64). */
+  /** The seccomp programs load (bubblewrap is usable and the host is x86_64). */
   readonly seccomp: boolean
   readonly python: PythonInfo | undefined
   readonly pythonDetail: string
@@ -83,6 +83,7 @@ export const describeIsolation = (options?: SandboxConfig.SandboxOptions): Array
 export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Array<LayerReport> => {
   const l = config.limits
   const bwrap = iso.bwrap !== undefined
+  const uid = iso.runAs?.uid ?? process.getuid?.()
   return [
     {
       layer: "scrubbed-environment",
@@ -129,14 +130,16 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
       layer: "bounded-storage",
       active: bwrap,
       detail: bwrap
-        ? `/tmp (${l.tmpfsMiB} MiB, with /dev/shm a link into it) and the working directory (${l.workDirMiB} MiB) are sized tmpfs; /, /mnt and /dev (the devices ${DeviceNodes.join(", ")} and the fd links only) are read-only; anonymous files (memfd) are bounded by ${l.openFiles} open files of ≤ ${l.fileSizeMiB} MiB. One exception: a Bash child's output directory (/mnt/out) is a host directory, bounded per file only. Tmpfs pages are host memory, not counted in the child's address space`
+        ? `/tmp (${l.tmpfsMiB} MiB, with /dev/shm a link into it) and the working directory (${l.workDirMiB} MiB) are sized tmpfs; /, /mnt and /dev (the devices ${DeviceNodes.join(", ")} and the fd links only) are read-only${
+          iso.seccomp ? "; no System V shared memory, message queues or semaphores" : ""
+        }; anonymous files (memfd) are bounded by ${l.openFiles} open files of ≤ ${l.fileSizeMiB} MiB. One exception: a Bash child's output directory (/mnt/out) is a host directory, bounded per file only. Tmpfs pages are host memory, not counted in the child's address space`
         : `without bubblewrap a child's working directory is a host directory bounded only per file (RLIMIT_FSIZE ${l.fileSizeMiB} MiB), not in total, and Python and Bash children can write wherever their uid may (e.g. the host's /tmp)`
     },
     {
-      layer: "seccomp-no-fork",
+      layer: "seccomp",
       active: iso.seccomp,
       detail: iso.seccomp
-        ? "Node and Python children cannot create processes (fork/vfork/clone without CLONE_THREAD fail with EPERM); Bash children can, inside their namespaces"
+        ? `every child: ${Seccomp.Refused.join(", ")} and clone with a CLONE_NEW* flag fail with EPERM (no new namespaces, no io_uring, no perf events, no ptrace), clone3 with ENOSYS (glibc falls back to clone); Node and Python children also cannot create processes (fork, vfork and clone without CLONE_THREAD fail with EPERM), Bash children can, inside their namespaces`
         : !bwrap
         ? "needs bubblewrap"
         : "the seccomp program is written for x86_64 only"
@@ -159,6 +162,42 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
       layer: "bash",
       active: iso.bash !== undefined,
       detail: iso.bash !== undefined ? `${iso.bash} --norc --noprofile` : `${config.bashPath} not found`
+    },
+    // what is not isolated
+    {
+      layer: "separate-kernel",
+      active: false,
+      detail: iso.seccomp
+        ? "not isolated: children share the host kernel; every system call the seccomp layer does not refuse reaches it, so a kernel bug is an escape"
+        : "not isolated: children share the host kernel with its whole interface: they can create user namespaces, and io_uring, perf_event_open and ptrace reach the kernel"
+    },
+    {
+      layer: "exec-restriction",
+      active: false,
+      detail: `not restricted: a child may exec any program ${bwrap ? "of the read-only system (/usr)" : "its uid can read"}; Bash tools exist for that, and a Python tool can replace its own process (os.execv: the no-fork rule stops new processes, not exec; the program keeps the child's limits and seccomp filter); only Node's permission model refuses child processes`
+    },
+    {
+      layer: "own-process-budget",
+      active: false,
+      detail: iso.runAs === undefined && isRoot()
+        ? "not enforced: children run as root, which RLIMIT_NPROC does not limit"
+        : `not isolated: RLIMIT_NPROC (${l.processes}) counts every process and thread of uid ${uid}, across every child of every runner that uses it${
+          iso.runAs === undefined ? " and the host's own" : ""
+        }: one tool's threads or processes can keep the other children of that uid from starting threads or being created; give each runner its own runAs uid to separate them`
+    },
+    {
+      layer: "cgroups",
+      active: false,
+      detail: `not used: no memory, CPU or pids cgroup; every limit is a per-process rlimit, so a Bash tool's processes each get the address-space limit, and a child's tmpfs${
+        bwrap ? ` (up to ${l.tmpfsMiB + l.workDirMiB} MiB)` : ""
+      } and the kernel memory it causes (pipes, sockets, page tables) are outside it`
+    },
+    {
+      layer: "hidden-host-paths",
+      active: false,
+      detail: bwrap
+        ? `not hidden: /proc/self/mountinfo shows the host path of each directory bound into the sandbox (the package directory in ${config.tmpDir}/jitbox-sandbox-…; for Bash also its io and out directories), not their content`
+        : `not hidden: children run at host paths (${config.tmpDir}/jitbox-sandbox-…) and see the host's mount table`
     }
   ]
 }
@@ -413,7 +452,7 @@ const writeSeccompProgram = (tmpDir: string): string | undefined => {
   try {
     dir = fs.mkdtempSync(path.join(tmpDir, "jitbox-seccomp-"))
     const file = path.join(dir, "no-fork.bpf")
-    fs.writeFileSync(file, Seccomp.noForkProgram(), { mode: 0o600 })
+    fs.writeFileSync(file, Seccomp.program({ noFork: true }), { mode: 0o600 })
     return file
   } catch {
     if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true })

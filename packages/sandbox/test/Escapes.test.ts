@@ -90,7 +90,7 @@ describe("escapes", () => {
     }))
     expect(await node.invoke({})).toEqual(["ERR_ACCESS_DENIED", "ERR_ACCESS_DENIED"])
     await node.dispose()
-    if (!active("seccomp-no-fork")) return
+    if (!active("seccomp")) return
     const python = await activate(runner, source("python", {
       "__init__.py": [
         "import os, subprocess",

@@ -210,10 +210,15 @@ describe("SandboxRunner", () => {
       "rlimits",
       "bubblewrap",
       "bounded-storage",
-      "seccomp-no-fork",
+      "seccomp",
       "unprivileged-uid",
       "python",
-      "bash"
+      "bash",
+      "separate-kernel",
+      "exec-restriction",
+      "own-process-budget",
+      "cgroups",
+      "hidden-host-paths"
     ])
     const byName = Object.fromEntries(layers.map((l) => [l.layer, l]))
     const exists = (p: string) => fs.existsSync(p)

@@ -9,7 +9,10 @@ import * as Isolation from "../Isolation.js"
 import { inheritedDescriptors, InheritedDescriptorsVariable } from "./inheritedDescriptors.js"
 import * as Seccomp from "./seccomp.js"
 
-const noForkProgram = Seccomp.noForkProgram()
+const programs = {
+  noFork: Seccomp.program({ noFork: true }),
+  processes: Seccomp.program({ noFork: false })
+}
 
 export type Mount = Isolation.Mount
 export type WorkDir = Isolation.WorkDir
@@ -22,7 +25,7 @@ export interface Launch {
   readonly mounts: ReadonlyArray<Mount>
   readonly workDir: WorkDir
   readonly addressSpaceMiB: number
-  /** Load the no-fork seccomp program when bubblewrap can. */
+  /** The child may not create processes (seccomp, when bubblewrap can load it), only threads. */
   readonly noFork: boolean
   /** Value of the marker variable, for process accounting. */
   readonly marker: string
@@ -61,7 +64,7 @@ export const launch = (
       "--"
     )
   }
-  const seccomp = spec.noFork && iso.seccomp
+  const seccomp = iso.seccomp
   if (iso.bwrap !== undefined) {
     if (file === spec.command) file = iso.bwrap
     else argv.push(iso.bwrap)
@@ -99,7 +102,7 @@ export const launch = (
     // bubblewrap reads the program from fd 3 until end of file
     const programPipe = child.stdio[3] as NodeJS.WritableStream & { on: (event: "error", listener: () => void) => void }
     programPipe.on("error", () => {})
-    programPipe.end(noForkProgram)
+    programPipe.end(spec.noFork ? programs.noFork : programs.processes)
   }
   return child
 }

@@ -1,7 +1,8 @@
 /**
  * Filling storage: every place a child can write stops at a bound from the runner's options (the
  * working directory and /tmp are sized tmpfs, /dev/shm links into /tmp, /, /dev and /mnt are
- * read-only), and the host's shared memory does not grow past the bounds. Small limits keep the amounts written small.
+ * read-only), memory held outside the address space (System V segments) is refused, and the host's
+ * shared memory does not grow past the bounds. Small limits keep the amounts written small.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -46,7 +47,7 @@ interface Filled {
   readonly shmemGrowth: number
 }
 
-const PythonFiller = `import errno, os
+const PythonFiller = `import ctypes, errno, os
 
 def shmem():
     with open('/proc/meminfo') as f:
@@ -75,6 +76,14 @@ def fill(place, attempt_mib):
             pass
     return {'written': written, 'error': error, 'shmemGrowth': growth}
 
+def sysv_shared_memory():
+    libc = ctypes.CDLL(None, use_errno=True)
+    segment = libc.shmget(0, 8 << 20, 0o1600)
+    if segment >= 0:
+        libc.shmctl(segment, 0, None)  # IPC_RMID
+        return 'created'
+    return errno.errorcode.get(ctypes.get_errno(), '?')
+
 def memfd(attempt):
     fd = os.memfd_create('jitbox-fill')
     chunk = b'x' * (1 << 20)
@@ -92,6 +101,7 @@ def main(places: list, attempt_mib: int, file_size: int) -> dict:
     return {
         'dev': sorted(os.listdir('/dev')),
         'filled': {place: fill(place, attempt_mib) for place in places},
+        'sysv': sysv_shared_memory(),
         'memfd': memfd(file_size + (4 << 20)),
     }
 `
@@ -132,7 +142,7 @@ describe("storage", () => {
       places: places.map(([place]) => place),
       attempt_mib: AttemptMiB,
       file_size: limits.fileSizeMiB * MiB
-    }) as { dev: Array<string>; filled: Record<string, Filled>; memfd: { written: number; error: string | null } }
+    }) as { dev: Array<string>; filled: Record<string, Filled>; sysv: string; memfd: { written: number; error: string | null } }
     for (const [place, boundMiB] of places) {
       const filled = seen.filled[place]!
       expect({ place, written: filled.written <= boundMiB * MiB }).toEqual({ place, written: true })
@@ -144,6 +154,8 @@ describe("storage", () => {
     expect(seen.filled["work"]!.error).toBe("ENOSPC")
     // only the device nodes a runtime needs
     expect(seen.dev).toEqual(["fd", "full", "null", "random", "shm", "stderr", "stdin", "stdout", "urandom", "zero"])
+    // a System V segment would outlive the mapping that counted against the address space
+    expect(seen.sysv).toBe("EPERM")
     // an anonymous file is a file: RLIMIT_FSIZE bounds it
     expect(seen.memfd).toEqual({ written: limits.fileSizeMiB * MiB, error: "EFBIG" })
     await python.dispose()
