@@ -49,6 +49,8 @@ export class BashChild extends ChildBase {
   /** The job sent to the driver and not yet reaped. */
   private current: Job | undefined
   private readonly fds: { readonly input: number; readonly stdout: number; readonly stderr: number } | undefined
+  /** The length of `in.json`, so that it is cut only when the next arguments are shorter. */
+  private inputBytes = 0
 
   /**
    * `sweepMarker` is set when the child has no pid namespace of its own: the processes a call
@@ -107,6 +109,8 @@ export class BashChild extends ChildBase {
         this.current = undefined
         this.finishJob(job)
         this.settle(job, message.exitCode)
+        // the driver forks the next subshell on this line: after what awaits the answer has run
+        setImmediate(this.sendAck)
         return this.afterJob()
       }
     }
@@ -133,6 +137,10 @@ export class BashChild extends ChildBase {
     }
   }
 
+  private readonly sendAck = (): void => {
+    if (this.state !== "dead") this.write("\n")
+  }
+
   /** Sends the next queued invocation once the previous one is reaped. */
   private pump(): void {
     if (this.current !== undefined || this.state !== "ready" || this.fds === undefined) return
@@ -140,7 +148,7 @@ export class BashChild extends ChildBase {
     if (job === undefined) return
     this.current = job
     try {
-      writeInput(this.fds.input, job.argsJson)
+      this.inputBytes = writeInput(this.fds.input, job.argsJson, this.inputBytes)
     } catch (error) {
       return this.fail("SpawnFailed", `cannot prepare the call's files: ${(error as Error).message}`)
     }
@@ -172,9 +180,11 @@ export class BashChild extends ChildBase {
 
   private settle(job: Job, exitCode: number): void {
     const fds = this.fds!
+    const stdoutBytes = fs.fstatSync(fds.stdout).size
+    const stderrBytes = fs.fstatSync(fds.stderr).size
     try {
-      if (exitCode !== 0) return job.reject(this.exitFailure(exitCode, fds.stderr))
-      const output = readOutput(fds.stdout)
+      if (exitCode !== 0) return job.reject(this.exitFailure(exitCode, fds.stderr, stderrBytes))
+      const output = readOutput(fds.stdout, stdoutBytes)
       if (typeof output === "string") return job.reject(this.error("ProtocolViolation", output))
       if (output.tooLarge) {
         return job.reject(this.error("OutputTooLarge", `main.sh wrote more than ${Protocol.MaxPayloadBytes} bytes of JSON`))
@@ -182,12 +192,12 @@ export class BashChild extends ChildBase {
       job.resolve(output.value)
     } finally {
       // the next call sees nothing of this one's output
-      empty(fds.stdout)
-      empty(fds.stderr)
+      if (stdoutBytes > 0) fs.ftruncateSync(fds.stdout, 0)
+      if (stderrBytes > 0) fs.ftruncateSync(fds.stderr, 0)
     }
   }
 
-  private exitFailure(exitCode: number, stderrFd: number): unknown {
+  private exitFailure(exitCode: number, stderrFd: number, stderrBytes: number): unknown {
     const name = exitCode > 128 ? signalName(exitCode, null) : undefined
     if (name === "SIGKILL") {
       return this.error(
@@ -197,7 +207,7 @@ export class BashChild extends ChildBase {
     }
     const { detail, reason } = classifyExit(exitCode, null, "")
     if (reason === "LimitExceeded") return this.error(reason, detail)
-    const stderr = readTail(stderrFd)
+    const stderr = readTail(stderrFd, stderrBytes)
     return new ToolError({
       toolName: this.hooks.toolName,
       errorType: "NonZeroExit",
@@ -255,24 +265,19 @@ const openOwn = (file: string): number => {
 }
 
 /**
- * Rewrites the arguments file in place and cuts it to length (never to zero, since JSON is never
- * empty: ext4 flushes a file on close after a truncation to zero).
+ * Rewrites the arguments file in place and cuts it when it was longer (never to zero, since JSON is
+ * never empty: ext4 flushes a file on close after a truncation to zero). Returns the new length.
  */
-const writeInput = (fd: number, json: string): void => {
+const writeInput = (fd: number, json: string, previousBytes: number): number => {
   const bytes = Buffer.from(json, "utf8")
   let written = 0
   while (written < bytes.length) written += fs.writeSync(fd, bytes, written, bytes.length - written, written)
-  fs.ftruncateSync(fd, bytes.length)
+  if (bytes.length < previousBytes) fs.ftruncateSync(fd, bytes.length)
+  return bytes.length
 }
 
-/** Empties an output file unless it is empty already. */
-const empty = (fd: number): void => {
-  if (fs.fstatSync(fd).size > 0) fs.ftruncateSync(fd, 0)
-}
-
-/** The JSON value a call wrote to stdout. */
-const readOutput = (fd: number): { readonly value: unknown; readonly tooLarge: false } | { readonly tooLarge: true } | string => {
-  const size = fs.fstatSync(fd).size
+/** The JSON value a call wrote to stdout (`size` bytes). */
+const readOutput = (fd: number, size: number): { readonly value: unknown; readonly tooLarge: false } | { readonly tooLarge: true } | string => {
   if (size > Protocol.MaxLineBytes) return { tooLarge: true }
   const buffer = Buffer.allocUnsafe(size)
   const read = fs.readSync(fd, buffer, 0, size, 0)
@@ -286,9 +291,8 @@ const readOutput = (fd: number): { readonly value: unknown; readonly tooLarge: f
   }
 }
 
-/** The last `max` bytes a call wrote to an output file. */
-const readTail = (fd: number, max = 2000): string => {
-  const end = fs.fstatSync(fd).size
+/** The last `max` bytes a call wrote to an output file of `end` bytes. */
+const readTail = (fd: number, end: number, max = 2000): string => {
   const length = Math.max(0, Math.min(end, max))
   const buffer = Buffer.allocUnsafe(length)
   const read = fs.readSync(fd, buffer, 0, length, end - length)
