@@ -51,6 +51,8 @@ export class BashChild extends ChildBase {
   private readonly fds: { readonly input: number; readonly stdout: number; readonly stderr: number } | undefined
   /** The length of `in.json`, so that it is cut only when the next arguments are shorter. */
   private inputBytes = 0
+  /** Without a pid namespace: the last pid the kernel gave out when the call was sent. */
+  private lastPidBefore: string | undefined
 
   /**
    * `sweepMarker` is set when the child has no pid namespace of its own: the processes a call
@@ -103,14 +105,14 @@ export class BashChild extends ChildBase {
       case "Reaped": {
         const job = this.current
         if (job === undefined) return this.fail("ProtocolViolation", "a Reaped with no invocation running")
-        if (this.hooks.sweepMarker !== undefined && !this.sweep(this.hooks.sweepMarker)) {
+        if (this.hooks.sweepMarker !== undefined && this.forkedSince() && !this.sweep(this.hooks.sweepMarker)) {
           return this.fail("ChildExited", "the processes the invocation left running could not all be killed")
         }
         this.current = undefined
         this.finishJob(job)
         this.settle(job, message.exitCode)
-        // the driver forks the next subshell on this line: after what awaits the answer has run
-        setImmediate(this.sendAck)
+        // off the answer's path: what awaits the answer runs first
+        setImmediate(this.afterAnswer)
         return this.afterJob()
       }
     }
@@ -137,8 +139,22 @@ export class BashChild extends ChildBase {
     }
   }
 
-  private readonly sendAck = (): void => {
-    if (this.state !== "dead") this.write("\n")
+  /**
+   * Empties the output files, so that the next call sees nothing of this one's, then lets the
+   * driver fork the next subshell (an empty line; it may come after the next call's, which the
+   * driver then takes as this one: the subshell starts on the second line, after the files are
+   * emptied). A fork takes longer than the answer and would run first on a busy CPU.
+   */
+  private readonly afterAnswer = (): void => {
+    if (this.state === "dead") return
+    try {
+      for (const fd of [this.fds!.stdout, this.fds!.stderr]) {
+        if (fs.fstatSync(fd).size > 0) fs.ftruncateSync(fd, 0)
+      }
+    } catch (error) {
+      return this.fail("ChildExited", `cannot empty the child's output files: ${(error as Error).message}`)
+    }
+    this.write("\n")
   }
 
   /** Sends the next queued invocation once the previous one is reaped. */
@@ -152,14 +168,23 @@ export class BashChild extends ChildBase {
     } catch (error) {
       return this.fail("SpawnFailed", `cannot prepare the call's files: ${(error as Error).message}`)
     }
+    if (this.hooks.sweepMarker !== undefined) this.lastPidBefore = lastPid()
     this.write("\n")
+  }
+
+  /** Whether any process was created on the host since the call was sent (or it cannot be known). */
+  private forkedSince(): boolean {
+    const now = lastPid()
+    return now === undefined || now !== this.lastPidBefore
   }
 
   /**
    * Without a pid namespace, kills every process carrying this child's marker except the driver
    * and its next pre-forked subshell, until none is left (a process may fork while it is killed).
-   * A process that cleared its environment and left the call's process group is not found: only
-   * bubblewrap's pid namespace reaches it.
+   * It reads the environment of every process on the host (milliseconds), so it runs only when a
+   * process was created since the call was sent (the kernel's last pid changed). A process that
+   * cleared its environment and left the call's process group is not found: only bubblewrap's pid
+   * namespace reaches it.
    */
   private sweep(marker: string): boolean {
     const driver = this.pid
@@ -180,24 +205,16 @@ export class BashChild extends ChildBase {
 
   private settle(job: Job, exitCode: number): void {
     const fds = this.fds!
-    const stdoutBytes = fs.fstatSync(fds.stdout).size
-    const stderrBytes = fs.fstatSync(fds.stderr).size
-    try {
-      if (exitCode !== 0) return job.reject(this.exitFailure(exitCode, fds.stderr, stderrBytes))
-      const output = readOutput(fds.stdout, stdoutBytes)
-      if (typeof output === "string") return job.reject(this.error("ProtocolViolation", output))
-      if (output.tooLarge) {
-        return job.reject(this.error("OutputTooLarge", `main.sh wrote more than ${Protocol.MaxPayloadBytes} bytes of JSON`))
-      }
-      job.resolve(output.value)
-    } finally {
-      // the next call sees nothing of this one's output
-      if (stdoutBytes > 0) fs.ftruncateSync(fds.stdout, 0)
-      if (stderrBytes > 0) fs.ftruncateSync(fds.stderr, 0)
+    if (exitCode !== 0) return job.reject(this.exitFailure(exitCode, fds.stderr))
+    const output = readOutput(fds.stdout)
+    if (typeof output === "string") return job.reject(this.error("ProtocolViolation", output))
+    if (output.tooLarge) {
+      return job.reject(this.error("OutputTooLarge", `main.sh wrote more than ${Protocol.MaxPayloadBytes} bytes of JSON`))
     }
+    job.resolve(output.value)
   }
 
-  private exitFailure(exitCode: number, stderrFd: number, stderrBytes: number): unknown {
+  private exitFailure(exitCode: number, stderrFd: number): unknown {
     const name = exitCode > 128 ? signalName(exitCode, null) : undefined
     if (name === "SIGKILL") {
       return this.error(
@@ -207,7 +224,7 @@ export class BashChild extends ChildBase {
     }
     const { detail, reason } = classifyExit(exitCode, null, "")
     if (reason === "LimitExceeded") return this.error(reason, detail)
-    const stderr = readTail(stderrFd, stderrBytes)
+    const stderr = readTail(stderrFd)
     return new ToolError({
       toolName: this.hooks.toolName,
       errorType: "NonZeroExit",
@@ -276,8 +293,9 @@ const writeInput = (fd: number, json: string, previousBytes: number): number => 
   return bytes.length
 }
 
-/** The JSON value a call wrote to stdout (`size` bytes). */
-const readOutput = (fd: number, size: number): { readonly value: unknown; readonly tooLarge: false } | { readonly tooLarge: true } | string => {
+/** The JSON value a call wrote to stdout. */
+const readOutput = (fd: number): { readonly value: unknown; readonly tooLarge: false } | { readonly tooLarge: true } | string => {
+  const size = fs.fstatSync(fd).size
   if (size > Protocol.MaxLineBytes) return { tooLarge: true }
   const buffer = Buffer.allocUnsafe(size)
   const read = fs.readSync(fd, buffer, 0, size, 0)
@@ -291,12 +309,22 @@ const readOutput = (fd: number, size: number): { readonly value: unknown; readon
   }
 }
 
-/** The last `max` bytes a call wrote to an output file of `end` bytes. */
-const readTail = (fd: number, end: number, max = 2000): string => {
+/** The last `max` bytes a call wrote to an output file. */
+const readTail = (fd: number, max = 2000): string => {
+  const end = fs.fstatSync(fd).size
   const length = Math.max(0, Math.min(end, max))
   const buffer = Buffer.allocUnsafe(length)
   const read = fs.readSync(fd, buffer, 0, length, end - length)
   return buffer.subarray(0, read).toString("utf8").trim()
+}
+
+/** The last pid the kernel gave out in the host's pid namespace; a new process changes it. */
+const lastPid = (): string | undefined => {
+  try {
+    return fs.readFileSync("/proc/sys/kernel/ns_last_pid", "latin1")
+  } catch {
+    return undefined
+  }
 }
 
 /** Live processes with the exact marker `marker`, other than `driver` and the driver's children. */
