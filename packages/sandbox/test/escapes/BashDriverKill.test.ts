@@ -8,42 +8,45 @@ import { afterAll, describe, expect, it } from "vitest"
 import { Isolation, SandboxError, SandboxRunner } from "../../src/index.js"
 import { activate, settleProcesses, source, testOptions } from "../helpers.js"
 
-const bwrap = Isolation.describeIsolation(testOptions).find((layer) => layer.layer === "bubblewrap")?.active === true
-const runner = SandboxRunner.make(testOptions)
-afterAll(() => runner.close())
+const bubblewrap = Isolation.describeIsolation(testOptions).find((layer) => layer.layer === "bubblewrap")?.active === true
 
-/** A tool that runs `command` when called with "kill", and says which child it ran in. */
-const tool = (command: string) =>
-  activate(runner, source("bash", {
-    "main.sh": [
-      "me=$BASHPID",
-      "if [[ $(cat) == '\"kill\"' ]]; then",
-      `  ${command}`,
-      "fi",
-      "printf '\"%s\"\\n' \"$JITBOX_SANDBOX_CHILD\""
-    ].join("\n") + "\n"
-  }))
-
-/** A call that runs `command` between two plain calls: its outcome, and the children of the calls around it. */
-const around = async (command: string): Promise<{ readonly outcome: unknown; readonly before: string; readonly after: string }> => {
-  const code = await tool(command)
-  const before = await code.invoke("plain") as string
-  const outcome = await code.invoke("kill").catch((error: unknown) => error)
-  const after = await code.invoke("plain") as string
-  await code.dispose()
-  return { outcome, before, after }
-}
-
-// without a pid namespace `kill -1` would reach every process of the children's uid on the host,
-// and $PPID would be the host itself
-const driverKills = [
-  ...(bwrap ? ["kill -9 -1"] : []),
-  "kill -9 $$",
-  "kill -TERM $$; sleep 1",
-  "/bin/kill -9 \"$(cut -d' ' -f4 /proc/$me/stat)\""
+const modes = [
+  ...(bubblewrap ? [{ name: "in its pid namespace (bubblewrap)", bwrap: true }] : []),
+  { name: "without bubblewrap", bwrap: false }
 ]
 
-describe("a Bash tool that kills its driver", () => {
+describe.each(modes)("a Bash tool that kills its driver, $name", ({ bwrap }) => {
+  const runner = SandboxRunner.make({ ...testOptions, bubblewrap: bwrap })
+  afterAll(() => runner.close())
+
+  /** A call that runs `command` between two plain calls: its outcome, and the children of the calls around it. */
+  const around = async (command: string): Promise<{ readonly outcome: unknown; readonly before: string; readonly after: string }> => {
+    const code = await activate(runner, source("bash", {
+      "main.sh": [
+        "me=$BASHPID",
+        "if [[ $(cat) == '\"kill\"' ]]; then",
+        `  ${command}`,
+        "fi",
+        // which child ran the call
+        "printf '\"%s\"\\n' \"$JITBOX_SANDBOX_CHILD\""
+      ].join("\n") + "\n"
+    }))
+    const before = await code.invoke("plain") as string
+    const outcome = await code.invoke("kill").catch((error: unknown) => error)
+    const after = await code.invoke("plain") as string
+    await code.dispose()
+    return { outcome, before, after }
+  }
+
+  // without a pid namespace `kill -1` would reach every process of the children's uid on the
+  // host, and $PPID would be the host itself
+  const driverKills = [
+    ...(bwrap ? ["kill -9 -1"] : []),
+    "kill -9 $$",
+    "kill -TERM $$; sleep 1",
+    "/bin/kill -9 \"$(cut -d' ' -f4 /proc/$me/stat)\""
+  ]
+
   for (const command of driverKills) {
     it(`\`${command}\` fails that call with ChildExited and the next call gets a fresh child`, async () => {
       const { after, before, outcome } = await around(command)
