@@ -118,7 +118,10 @@ export class BashChild extends ChildBase {
     }
   }
 
-  /** A driver that ends while a call runs was killed by that call (the host kills only idle children). */
+  /**
+   * A driver that ends while a call runs was killed by that call (the host's own kills mark the
+   * child dead first), unless its own CPU time ran out.
+   */
   protected override exitError(code: number | null, signal: NodeJS.Signals | null): { readonly reason: SandboxErrorReason; readonly detail: string } {
     const name = signalName(code, signal)
     if (this.current === undefined || name === "SIGXCPU") return super.exitError(code, signal)
