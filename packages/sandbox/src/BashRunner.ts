@@ -56,23 +56,33 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
   return ctx.spawn(source, owner, (childDir, marker) => {
     const pkg = ctx.mount("pkg", versionDir, false)
     const work = ctx.workDir(childDir)
-    const out = ctx.mount("out", ctx.dirs.private(childDir, "out"), true)
-    const ioHost = path.join(childDir, "io")
-    fs.mkdirSync(ioHost)
-    fs.chmodSync(ioHost, 0o755)
+    // `io` and `out` are the host's directories (the child creates nothing in them): the arguments
+    // file read-only, the two output files writable, each bound on its own with bubblewrap
+    const ioHost = hostDirectory(childDir, "io")
+    const outHost = hostDirectory(childDir, "out")
     const io = ctx.mount("io", ioHost, false)
+    const out = ctx.mount("out", outHost, false)
     // created before the child starts, so the host's descriptors are on the files it made
     files = {
       input: createFile(path.join(ioHost, "in.json"), 0o644, undefined),
-      stdout: createFile(path.join(out.host, "stdout"), 0o600, ctx.dirs.owner),
-      stderr: createFile(path.join(out.host, "stderr"), 0o600, ctx.dirs.owner)
+      stdout: createFile(path.join(outHost, "stdout"), 0o600, ctx.dirs.owner),
+      stderr: createFile(path.join(outHost, "stderr"), 0o600, ctx.dirs.owner)
     }
+    const outputs = ctx.iso.bwrap !== undefined
+      ? [ctx.mount("out/stdout", files.stdout, true), ctx.mount("out/stderr", files.stderr, true)]
+      : []
     return {
       launch: {
         command: bash,
         args: ["--norc", "--noprofile", `${pkg.inside}/driver.sh`],
-        env: { JB_PKG: `${pkg.inside}/tool`, JB_IO: io.inside, JB_OUT: out.inside },
-        mounts: [pkg, out, io],
+        env: {
+          JB_PKG: `${pkg.inside}/tool`,
+          JB_IO: io.inside,
+          JB_OUT: out.inside,
+          // the driver is pid 2 of its own pid namespace: it kills what a call leaves with `kill -1`
+          ...(ctx.iso.bwrap !== undefined ? { JB_PIDNS: "1" } : {})
+        },
+        mounts: [pkg, io, ...outputs],
         workDir: work,
         addressSpaceMiB: ctx.config.limits.memoryMiB,
         noFork: false,
@@ -82,6 +92,14 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
       wrap: (proc, hooks) => new BashChild(proc, hooks, files!)
     }
   })
+}
+
+/** A directory of the host's below the child's directory, which the child may read. */
+const hostDirectory = (childDir: string, name: string): string => {
+  const dir = path.join(childDir, name)
+  fs.mkdirSync(dir)
+  fs.chmodSync(dir, 0o755)
+  return dir
 }
 
 /** Creates an empty file for the child; the mode is fixed only when the umask changed it (metadata updates are journalled). */

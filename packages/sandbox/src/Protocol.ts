@@ -144,14 +144,16 @@ export const ChildMessage = Schema.Union(Loaded, LoadFailed, Result, Failed, Cal
 /** @since 0.1.0 @category child messages */
 export type ChildMessage = typeof ChildMessage.Type
 
-/** A bash invocation ended (its subshell's EXIT trap); its stdout and stderr are in files the host reads back. @since 0.1.0 @category child messages */
-export const Output = Schema.TaggedStruct("Output", { invocationId: Schema.String, exitCode: Schema.Number })
-
-/** The driver reaped the subshell of the oldest invocation not yet reaped; ends it if no `Output` did. @since 0.1.0 @category child messages */
+/**
+ * A bash invocation ended: the driver reaped its subshell (`exitCode` is the subshell's status) and
+ * every process the invocation started is gone; its stdout and stderr are in files the host reads back.
+ *
+ * @since 0.1.0 @category child messages
+ */
 export const Reaped = Schema.TaggedStruct("Reaped", { exitCode: Schema.Number })
 
 /** @since 0.1.0 @category child messages */
-export const BashMessage = Schema.Union(Loaded, LoadFailed, Output, Reaped)
+export const BashMessage = Schema.Union(Loaded, LoadFailed, Reaped)
 
 /** @since 0.1.0 @category child messages */
 export type BashMessage = typeof BashMessage.Type
@@ -171,7 +173,7 @@ export const decodeChildLine = (line: string): ChildMessage | string => decodeWi
 export const decodeBashLine = (line: string): BashMessage | string => decodeWith(decodeBashEither, line, warmBashMessage)
 
 /**
- * The messages of a warm call (`Result`, `Log`; Bash: `Output`, `Reaped`) checked by hand, a fast
+ * The messages of a warm call (`Result`, `Log`; Bash: `Reaped`) checked by hand, a fast
  * path around the schema decoder: only objects with exactly the schema's keys and types pass, so
  * what passes is what the schema would return; anything else (excess keys included) goes through
  * the schema.
@@ -186,10 +188,6 @@ const warmBashMessage = (json: unknown): BashMessage | undefined => {
   if (typeof json !== "object" || json === null) return undefined
   const o = json as Record<string, unknown>
   switch (o._tag) {
-    case "Output":
-      return typeof o.invocationId === "string" && typeof o.exitCode === "number" && countKeys(o) === 3
-        ? o as typeof Output.Type
-        : undefined
     case "Reaped":
       return typeof o.exitCode === "number" && countKeys(o) === 2 ? o as typeof Reaped.Type : undefined
     default:

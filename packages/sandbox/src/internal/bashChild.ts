@@ -1,18 +1,21 @@
 /**
  * A Bash child: the driver script (runtime/bash-driver.sh) runs one invocation at a time in a
- * pre-forked subshell. The host rewrites `in.json` with the arguments, sends the invocation id,
- * waits for `Output` (or, if the script exec'd or replaced its EXIT trap, `Reaped`) and reads the
- * part of `stdout` this call appended, which must hold exactly one JSON value (JT-CTR-06). The pool
- * gives a child one invocation at a time; a second one would queue here, and be sent only after the
- * driver reaped the previous one and killed what it left running, so nothing of an earlier call can
- * write into a later call's part of the files.
+ * pre-forked subshell. The host rewrites `in.json` with the arguments and sends an empty line; the
+ * driver answers `Reaped` once the subshell has exited and everything the call started is dead (with
+ * bubblewrap the driver kills its whole pid namespace but itself; without it the host kills what
+ * carries the child's marker, see `sweep`). Only then is the call answered, from the output files,
+ * which must hold exactly one JSON value on stdout (JT-CTR-06); then the files are emptied. So each
+ * call reads only its own arguments and output, nothing of a call survives it, and a driver that
+ * dies during a call (the tool killed it) fails that call and never serves another one.
  *
- * The host creates the three files before the child starts and keeps them open; no file is created,
- * opened or truncated by path per call. Creating files on ext4 costs journal work, and truncating
- * one that was just written waits for its write-back to the disk (milliseconds, more than the
- * whole call otherwise takes). `in.json` is rewritten in place and cut to length (never to zero);
- * `stdout` and `stderr` only grow (the driver appends) and are emptied between calls once they pass
- * `RotateBytes`, so that a call always has most of RLIMIT_FSIZE for itself.
+ * The pool gives a child one invocation at a time; a second one would queue here and be sent after
+ * the previous one's `Reaped`.
+ *
+ * The host creates the three files before the child starts and keeps them open; no file is created
+ * or opened by path per call. Creating files on ext4 costs journal work; `in.json` is rewritten in
+ * place and cut to length (never to zero: ext4 flushes a file truncated to zero when it is closed);
+ * `stdout` and `stderr` are emptied after each call, which is cheap because the driver keeps them
+ * open (see bash-driver.sh).
  */
 import type { ChildProcessWithoutNullStreams } from "node:child_process"
 import * as fs from "node:fs"
@@ -20,15 +23,10 @@ import * as path from "node:path"
 import * as Protocol from "../Protocol.js"
 import type { SandboxErrorReason } from "../SandboxError.js"
 import { ToolError } from "../ToolError.js"
-import { cancelled, ChildBase, type ChildCall, type ChildHooks, classifyExit, encodeArgs, tick, timedOut } from "./child.js"
+import { cancelled, ChildBase, type ChildCall, type ChildHooks, classifyExit, encodeArgs, signalName, tick, timedOut } from "./child.js"
+import { killMarked, markedProcesses } from "./spawn.js"
 
 interface Job {
-  id: string
-  /** Where this call's output starts in `stdout` and `stderr`. */
-  stdoutStart: number
-  stderrStart: number
-  /** Answered (by `Output` or `Reaped`); its subshell may still await `Reaped`. */
-  answered: boolean
   readonly argsJson: string
   readonly context: ChildCall
   readonly resolve: (value: unknown) => void
@@ -41,22 +39,25 @@ interface Job {
 export interface BashFiles {
   /** The arguments file the driver feeds to main.sh (read-only for the child). */
   readonly input: string
-  /** Where the driver appends each call's stdout and stderr. */
+  /** Where a call's stdout and stderr go; the host empties them after each call. */
   readonly stdout: string
   readonly stderr: string
 }
 
-/** Output files larger than this are emptied between calls. */
-export const RotateBytes = 1024 * 1024
-
 export class BashChild extends ChildBase {
   private readonly queue: Array<Job> = []
+  /** The job sent to the driver and not yet reaped. */
   private current: Job | undefined
-  /** Jobs whose subshell the driver has not reaped yet, oldest first. */
-  private readonly unreaped: Array<Job> = []
-  private sequence = 0
   private readonly fds: { readonly input: number; readonly stdout: number; readonly stderr: number } | undefined
+  /** The length of `in.json`, so that it is cut only when the next arguments are shorter. */
+  private inputBytes = 0
+  /** Without a pid namespace: the last pid the kernel gave out when the call was sent. */
+  private lastPidBefore: string | undefined
 
+  /**
+   * `sweepMarker` is set when the child has no pid namespace of its own: the processes a call
+   * leaves outside its process group are then found by their marker variable.
+   */
   constructor(proc: ChildProcessWithoutNullStreams, hooks: ChildHooks, files: BashFiles) {
     super(proc, hooks)
     const opened: Array<number> = []
@@ -79,18 +80,7 @@ export class BashChild extends ChildBase {
     if (typeof argsJson !== "string") return Promise.reject(this.error(argsJson.reason, argsJson.detail))
     if (context.signal?.aborted === true) return Promise.reject(cancelled(this.hooks.toolName, context))
     return new Promise((resolve, reject) => {
-      const job: Job = {
-        id: "",
-        stdoutStart: 0,
-        stderrStart: 0,
-        answered: false,
-        argsJson,
-        context,
-        resolve,
-        reject,
-        timer: undefined,
-        onAbort: undefined
-      }
+      const job: Job = { argsJson, context, resolve, reject, timer: undefined, onAbort: undefined }
       job.timer = setTimeout(() => this.timedOut(job), context.timeoutMs)
       if (context.signal !== undefined) {
         job.onAbort = () => this.cancel(job)
@@ -112,19 +102,33 @@ export class BashChild extends ChildBase {
       case "LoadFailed":
         if (!this.resolveLoad(message)) this.fail("ProtocolViolation", `unexpected ${message._tag}`)
         return this.pump()
-      case "Output": {
-        const job = this.current
-        if (job === undefined || job.id !== message.invocationId) {
-          return this.fail("ProtocolViolation", `an Output for invocation '${message.invocationId}', which is not running`)
-        }
-        return this.answer(job, message.exitCode)
-      }
       case "Reaped": {
-        const job = this.unreaped.shift()
+        const job = this.current
         if (job === undefined) return this.fail("ProtocolViolation", "a Reaped with no invocation running")
-        if (!job.answered && job === this.current) return this.answer(job, message.exitCode)
-        return this.pump()
+        if (this.hooks.sweepMarker !== undefined && this.forkedSince() && !this.sweep(this.hooks.sweepMarker)) {
+          return this.fail("ChildExited", "the processes the invocation left running could not all be killed")
+        }
+        this.current = undefined
+        this.finishJob(job)
+        this.settle(job, message.exitCode)
+        // off the answer's path: what awaits the answer runs first
+        setImmediate(this.afterAnswer)
+        return this.afterJob()
       }
+    }
+  }
+
+  /**
+   * A driver that ends while a call runs was killed by that call (the host's own kills mark the
+   * child dead first), unless its own CPU time ran out.
+   */
+  protected override exitError(code: number | null, signal: NodeJS.Signals | null): { readonly reason: SandboxErrorReason; readonly detail: string } {
+    const name = signalName(code, signal)
+    if (this.current === undefined || name === "SIGXCPU") return super.exitError(code, signal)
+    const how = name !== undefined ? `was killed by ${name}` : `exited with code ${code}`
+    return {
+      reason: "ChildExited",
+      detail: `the Bash driver ${how} while main.sh ran: the tool killed its own driver (for example with \`kill -9 -1\`); the child is replaced`
     }
   }
 
@@ -138,51 +142,97 @@ export class BashChild extends ChildBase {
     }
   }
 
-  /** Sends the next queued invocation once the previous one is answered and reaped. */
+  /**
+   * Empties the output files, so that the next call sees nothing of this one's, then lets the
+   * driver fork the next subshell (an empty line; it may come after the next call's, which the
+   * driver then takes as this one: the subshell starts on the second line, after the files are
+   * emptied). A fork takes longer than the answer and would run first on a busy CPU.
+   */
+  private readonly afterAnswer = (): void => {
+    if (this.state === "dead") return
+    try {
+      for (const fd of [this.fds!.stdout, this.fds!.stderr]) {
+        if (fs.fstatSync(fd).size > 0) fs.ftruncateSync(fd, 0)
+      }
+    } catch (error) {
+      return this.fail("ChildExited", `cannot empty the child's output files: ${(error as Error).message}`)
+    }
+    this.write("\n")
+  }
+
+  /** Sends the next queued invocation once the previous one is reaped. */
   private pump(): void {
-    if (this.current !== undefined || this.unreaped.length > 0 || this.state !== "ready" || this.fds === undefined) return
+    if (this.current !== undefined || this.state !== "ready" || this.fds === undefined) return
     const job = this.queue.shift()
     if (job === undefined) return
     this.current = job
-    job.id = String(++this.sequence)
     try {
-      job.stdoutStart = startOf(this.fds.stdout)
-      job.stderrStart = startOf(this.fds.stderr)
-      writeInput(this.fds.input, job.argsJson)
+      this.inputBytes = writeInput(this.fds.input, job.argsJson, this.inputBytes)
     } catch (error) {
       return this.fail("SpawnFailed", `cannot prepare the call's files: ${(error as Error).message}`)
     }
-    this.unreaped.push(job)
-    this.write(`${job.id}\n`)
+    if (this.hooks.sweepMarker !== undefined) this.lastPidBefore = lastPid()
+    this.write("\n")
   }
 
-  private answer(job: Job, exitCode: number): void {
-    job.answered = true
-    this.current = undefined
-    this.finishJob(job)
-    this.settle(job, exitCode)
-    this.afterJob()
+  /** Whether any process was created on the host since the call was sent (or it cannot be known). */
+  private forkedSince(): boolean {
+    const now = lastPid()
+    return now === undefined || now !== this.lastPidBefore
+  }
+
+  /**
+   * Without a pid namespace, kills every process carrying this child's marker except the driver
+   * and its next pre-forked subshell, until none is left (a process may fork while it is killed).
+   * It reads the environment of every process on the host (milliseconds), so it runs only when a
+   * process was created since the call was sent (the kernel's last pid changed). A process that
+   * cleared its environment and left the call's process group is not found: only bubblewrap's pid
+   * namespace reaches it.
+   */
+  private sweep(marker: string): boolean {
+    const driver = this.pid
+    for (let round = 0; round < 20; round++) {
+      const left = markedOthers(marker, driver)
+      if (left.length === 0) return true
+      for (const pid of left) {
+        try {
+          process.kill(pid, "SIGKILL")
+        } catch {
+          // gone meanwhile
+        }
+      }
+    }
+    killMarked(`${marker}\0`)
+    return false
   }
 
   private settle(job: Job, exitCode: number): void {
-    if (exitCode !== 0) {
-      const { detail, reason } = classifyExit(exitCode, null, "")
-      if (reason === "LimitExceeded") return job.reject(this.error(reason, detail))
-      const stderr = readTail(this.fds!.stderr, job.stderrStart)
-      return job.reject(
-        new ToolError({
-          toolName: this.hooks.toolName,
-          errorType: "NonZeroExit",
-          message: `main.sh exited with status ${exitCode}${stderr.length > 0 ? `: ${stderr}` : ""}`
-        })
-      )
-    }
-    const output = readOutput(this.fds!.stdout, job.stdoutStart)
+    const fds = this.fds!
+    if (exitCode !== 0) return job.reject(this.exitFailure(exitCode, fds.stderr))
+    const output = readOutput(fds.stdout)
     if (typeof output === "string") return job.reject(this.error("ProtocolViolation", output))
     if (output.tooLarge) {
       return job.reject(this.error("OutputTooLarge", `main.sh wrote more than ${Protocol.MaxPayloadBytes} bytes of JSON`))
     }
     job.resolve(output.value)
+  }
+
+  private exitFailure(exitCode: number, stderrFd: number): unknown {
+    const name = exitCode > 128 ? signalName(exitCode, null) : undefined
+    if (name === "SIGKILL") {
+      return this.error(
+        "ChildExited",
+        "main.sh was killed by SIGKILL (status 137): by the tool itself (for example `kill -KILL 0`), or by the kernel (its OOM killer, or the CPU hard limit of a process that ignored SIGXCPU)"
+      )
+    }
+    const { detail, reason } = classifyExit(exitCode, null, "")
+    if (reason === "LimitExceeded") return this.error(reason, detail)
+    const stderr = readTail(stderrFd)
+    return new ToolError({
+      toolName: this.hooks.toolName,
+      errorType: "NonZeroExit",
+      message: `main.sh exited with status ${exitCode}${stderr.length > 0 ? `: ${stderr}` : ""}`
+    })
   }
 
   private afterJob(): void {
@@ -235,31 +285,23 @@ const openOwn = (file: string): number => {
 }
 
 /**
- * Rewrites the arguments file in place and cuts it to length (never to zero, since JSON is never
- * empty: ext4 flushes a file on close after a truncation to zero).
+ * Rewrites the arguments file in place and cuts it when it was longer (never to zero, since JSON is
+ * never empty: ext4 flushes a file on close after a truncation to zero). Returns the new length.
  */
-const writeInput = (fd: number, json: string): void => {
+const writeInput = (fd: number, json: string, previousBytes: number): number => {
   const bytes = Buffer.from(json, "utf8")
   let written = 0
   while (written < bytes.length) written += fs.writeSync(fd, bytes, written, bytes.length - written, written)
-  fs.ftruncateSync(fd, bytes.length)
+  if (bytes.length < previousBytes) fs.ftruncateSync(fd, bytes.length)
+  return bytes.length
 }
 
-/** Where the next call's output starts in an output file; a file past `RotateBytes` is emptied first. */
-const startOf = (fd: number): number => {
+/** The JSON value a call wrote to stdout. */
+const readOutput = (fd: number): { readonly value: unknown; readonly tooLarge: false } | { readonly tooLarge: true } | string => {
   const size = fs.fstatSync(fd).size
-  if (size <= RotateBytes) return size
-  fs.ftruncateSync(fd, 0)
-  return 0
-}
-
-/** The JSON value a call appended to an output file from `start` on. */
-const readOutput = (fd: number, start: number): { readonly value: unknown; readonly tooLarge: false } | { readonly tooLarge: true } | string => {
-  const size = fs.fstatSync(fd).size - start
-  if (size < 0) return "stdout was cut short during the call"
   if (size > Protocol.MaxLineBytes) return { tooLarge: true }
   const buffer = Buffer.allocUnsafe(size)
-  const read = fs.readSync(fd, buffer, 0, size, start)
+  const read = fs.readSync(fd, buffer, 0, size, 0)
   const text = buffer.subarray(0, read).toString("utf8").trim()
   if (text.length === 0) return "main.sh wrote nothing to stdout; it must write exactly one JSON value (JT-CTR-06)"
   if (Buffer.byteLength(text) > Protocol.MaxPayloadBytes) return { tooLarge: true }
@@ -270,11 +312,33 @@ const readOutput = (fd: number, start: number): { readonly value: unknown; reado
   }
 }
 
-/** The last `max` bytes a call appended to an output file from `start` on. */
-const readTail = (fd: number, start: number, max = 2000): string => {
+/** The last `max` bytes a call wrote to an output file. */
+const readTail = (fd: number, max = 2000): string => {
   const end = fs.fstatSync(fd).size
-  const length = Math.max(0, Math.min(end - start, max))
+  const length = Math.max(0, Math.min(end, max))
   const buffer = Buffer.allocUnsafe(length)
   const read = fs.readSync(fd, buffer, 0, length, end - length)
   return buffer.subarray(0, read).toString("utf8").trim()
+}
+
+/** The last pid the kernel gave out in the host's pid namespace; a new process changes it. */
+const lastPid = (): string | undefined => {
+  try {
+    return fs.readFileSync("/proc/sys/kernel/ns_last_pid", "latin1")
+  } catch {
+    return undefined
+  }
+}
+
+/** Live processes with the exact marker `marker`, other than `driver` and the driver's children. */
+const markedOthers = (marker: string, driver: number | undefined): Array<number> =>
+  markedProcesses(`${marker}\0`).filter((pid) => pid !== driver && parentOf(pid) !== driver)
+
+const parentOf = (pid: number): number | undefined => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "latin1")
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ", 2)[1])
+  } catch {
+    return undefined
+  }
 }

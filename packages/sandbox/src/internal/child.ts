@@ -287,8 +287,13 @@ export abstract class ChildBase {
     if (exit === undefined) {
       return this.fail("ProtocolViolation", "the child closed its stdout while still running")
     }
-    const { detail, reason } = classifyExit(exit.code, exit.signal, this.stderrTail)
+    const { detail, reason } = this.exitError(exit.code, exit.signal)
     this.fail(reason, `${detail}${this.stderrDetail()}`)
+  }
+
+  /** What the child's unexpected exit means for the work in flight. */
+  protected exitError(code: number | null, signal: NodeJS.Signals | null): { readonly reason: SandboxErrorReason; readonly detail: string } {
+    return classifyExit(code, signal, this.stderrTail)
   }
 
   private gone = false
@@ -610,13 +615,17 @@ const printed = (thrown: unknown): string => {
 
 const signalNames = new Map(Object.entries(os.constants.signals).map(([name, number]) => [number, name]))
 
+/** The signal that ended a process, from node's report or a shell status (bubblewrap reports a signal as 128 + n). */
+export const signalName = (code: number | null, signal: NodeJS.Signals | null): string | undefined =>
+  signal ?? (code !== null && code > 128 ? signalNames.get(code - 128) : undefined)
+
 /** Why a child ended, from its exit code or signal (bubblewrap reports a signal as 128 + n). */
 export const classifyExit = (
   code: number | null,
   signal: NodeJS.Signals | null,
   stderr: string
 ): { readonly reason: SandboxErrorReason; readonly detail: string } => {
-  const name = signal ?? (code !== null && code > 128 ? signalNames.get(code - 128) : undefined)
+  const name = signalName(code, signal)
   if (name === "SIGXCPU") return { reason: "LimitExceeded", detail: "the child exceeded its CPU time limit (SIGXCPU)" }
   if (name === "SIGXFSZ") return { reason: "LimitExceeded", detail: "the child exceeded its file size limit (SIGXFSZ)" }
   if (/heap out of memory|Failed to reserve virtual memory|Cannot allocate memory|MemoryError|Array buffer allocation failed/.test(stderr)) {
