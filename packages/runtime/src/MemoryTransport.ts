@@ -35,6 +35,11 @@ interface Member {
   active: boolean
 }
 
+const noHeaders: Transport.Headers = Object.freeze({})
+
+/** Receivers get their own headers, as over a wire. */
+const copy = (headers: Transport.Headers | undefined): Transport.Headers => headers === undefined ? noHeaders : { ...headers }
+
 const closedError = (subject: string) => new TransportError({ reason: "Closed", subject, detail: "the in-memory transport is closed" })
 
 const matchTokens = (pattern: ReadonlyArray<string>, subject: ReadonlyArray<string>): boolean => {
@@ -95,7 +100,7 @@ export const driver = (options: MemoryTransportOptions = {}): Transport.Driver &
 
   const publish = (subject: string, data: Uint8Array, headers: Transport.Headers | undefined): void => {
     if (closed) throw closedError(subject)
-    route({ subject, data: data.slice(), headers: headers ?? {}, respond: undefined })
+    route({ subject, data: data.slice(), headers: copy(headers), respond: undefined })
   }
 
   const request = (subject: string, data: Uint8Array, headers: Transport.Headers | undefined, timeoutMs: number) => {
@@ -121,9 +126,9 @@ export const driver = (options: MemoryTransportOptions = {}): Transport.Driver &
       const respond = (reply: Uint8Array, replyHeaders: Transport.Headers | undefined) => {
         if (settled) return
         settle()
-        resolve({ subject: `_INBOX.${subject}`, data: reply.slice(), headers: replyHeaders ?? {}, dropped: 0 })
+        resolve({ subject: `_INBOX.${subject}`, data: reply.slice(), headers: copy(replyHeaders), dropped: 0 })
       }
-      if (route({ subject, data: data.slice(), headers: headers ?? {}, respond }) === 0) {
+      if (route({ subject, data: data.slice(), headers: copy(headers), respond }) === 0) {
         fail(new TransportError({ reason: "NoResponders", subject, detail: "no subscription matches the subject" }))
       }
     })
@@ -142,13 +147,18 @@ export const driver = (options: MemoryTransportOptions = {}): Transport.Driver &
     }
     return {
       close: () => {
-        member.active = false
         const members = literal.get(pattern)
         members?.delete(member)
         if (members?.size === 0) literal.delete(pattern)
         wildcard.delete(member)
-        // Let deliveries already routed to this member run first, as a drain does.
-        return new Promise<void>((resolve) => queueMicrotask(resolve))
+        // As a drain does: nothing new is routed here, what was routed before is still delivered
+        // (its microtask was queued before this one).
+        return new Promise<void>((resolve) =>
+          queueMicrotask(() => {
+            member.active = false
+            resolve()
+          })
+        )
       }
     }
   }

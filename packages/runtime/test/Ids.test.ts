@@ -84,7 +84,7 @@ describe("Ids", () => {
       seen.add(Ids.newInvocationId())
     }
     assert.strictEqual(seen.size, 40_000)
-    for (const id of [Ids.newCallId(), Ids.newInvocationId()]) assert.strictEqual(Ids.token(id), id)
+    for (const id of [Ids.newCallId(), Ids.newInvocationId()]) assert.strictEqual<string>(Ids.token(id), id)
     assert.match(Ids.newCallId(), /^call_[0-9a-f]{24}_[0-9a-z]+$/)
     assert.match(Ids.newInvocationId(), /^inv_[0-9a-f]{24}_[0-9a-z]+$/)
     // Two generators (as in two processes) draw different prefixes.

@@ -312,6 +312,18 @@ export const transportConformance = (name: string, makeLayer: () => Layer.Layer<
         })
       ))
 
+    it.scopedLive("closing drains: a request sent just before the responder's scope closes is still answered", () =>
+      withTransport((transport) =>
+        Effect.gen(function*() {
+          const subject = Subject.sessionCall(freshPrefix(), sid("last"))
+          const scope = yield* Scope.make()
+          yield* Scope.extend(transport.serve(subject, { concurrency: 1 }, echo), scope)
+          const pending = transport.request(subject, "last", { timeoutMs: 5_000 }).then(Transport.text, (error: TransportError) => error.reason)
+          yield* Scope.close(scope, Exit.void)
+          assert.strictEqual(yield* Effect.promise(() => pending), "echo:last")
+        })
+      ))
+
     it.scopedLive("closing drains: a request taken before the close is answered; past the grace it is answered Closed", () =>
       withTransport((transport) =>
         Effect.gen(function*() {
