@@ -111,7 +111,7 @@ const toMessage = (msg: Msg): Transport.Message => ({ subject: msg.subject, data
 const defaultMaxPayload = 1_048_576
 
 /**
- * The driver of `Transport.make` over an open connection.
+ * The driver of `Transport.fromDriver` over an open connection.
  *
  * @since 0.1.0
  * @category constructors
@@ -239,7 +239,7 @@ export const connection = (options: NatsTransportOptions): Effect.Effect<NatsCon
  * @category constructors
  */
 export const make = (options: NatsTransportOptions): Effect.Effect<Transport.TransportShape, TransportError.TransportError, Scope.Scope> =>
-  Effect.map(connection(options), (nc) => Transport.make(driver(nc)))
+  Effect.map(connection(options), (nc) => Transport.fromDriver(driver(nc)))
 
 /**
  * The NATS `Transport`.

@@ -188,7 +188,7 @@ export const driver = (options: MemoryTransportOptions = {}): Transport.Driver &
 export const make = (options: MemoryTransportOptions = {}): Effect.Effect<Transport.TransportShape, never, Scope.Scope> =>
   Effect.map(
     Effect.acquireRelease(Effect.sync(() => driver(options)), (memory) => Effect.sync(memory.close)),
-    Transport.make
+    Transport.fromDriver
   )
 
 /**

@@ -12,7 +12,7 @@
  * subscription lives until its scope closes, and when the Effect succeeds the server already
  * knows about it (a request sent next finds it).
  *
- * A layer only supplies a `Driver` (a few raw operations on its medium); `make` builds the service
+ * A layer only supplies a `Driver` (a few raw operations on its medium); `fromDriver` builds the service
  * from it, so the semantics above (bounds, checks, status replies, cancellation) are written once.
  *
  * @since 0.1.0
@@ -201,7 +201,7 @@ const flushBounded = (driver: Driver): Effect.Effect<void> =>
  * @since 0.1.0
  * @category constructors
  */
-export const make = (driver: Driver): TransportShape => {
+export const fromDriver = (driver: Driver): TransportShape => {
   const encode = (payload: Payload): Uint8Array => typeof payload === "string" ? encoder.encode(payload) : payload
 
   /** The encoded data of a message to send, or the error that refuses it. */
