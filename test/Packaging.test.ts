@@ -1,14 +1,16 @@
 /**
- * The three packages work outside this repository: `pnpm pack` makes a tarball of each, a fresh
+ * The packages work outside this repository: `pnpm pack` makes a tarball of each, a fresh
  * project in the system's temporary folder installs the tarballs with plain npm (which fetches the
  * third-party dependencies from the registry), and `node` runs a small program there that uses
- * @jitbox/core, @jitbox/sandbox and @jitbox/agent as any consumer would: no workspace links, no
+ * @jitbox/core, @jitbox/sandbox, @jitbox/agent, @jitbox/runtime, @jitbox/nats and @jitbox/testing
+ * (a request over the in-memory transport and over a real nats-server) as any consumer would: no workspace links, no
  * `@jitbox/source` condition, only what the tarballs contain. The workspace's TypeScript
  * type-checks the same program (strict, NodeNext, declaration files included), so broken `.d.ts`
  * fail here too.
  *
  * Builds first with `tsc -b` (what `pnpm run build` runs; incremental, so quick when dist is
- * current). Needs `pnpm` and `npm` on the PATH and the npm registry.
+ * current). Needs `pnpm` and `npm` on the PATH, the npm registry, and nats-server (NATS_SERVER_BIN
+ * or /usr/sbin/nats-server).
  */
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
@@ -19,7 +21,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
-const packageNames = ["core", "agent", "sandbox"] as const
+const packageNames = ["core", "agent", "sandbox", "runtime", "nats", "testing"] as const
 type PackageName = typeof packageNames[number]
 const packageDir = (name: PackageName) => path.join(root, "packages", name)
 const tsc = createRequire(path.join(root, "package.json")).resolve("typescript/bin/tsc")
@@ -54,10 +56,14 @@ const twiceSource = `export const twice = tool({
 `
 
 /** The consumer's program: plain ESM JavaScript for `node`, type-checked through JSDoc (`checkJs`). */
-const program = `// A program outside the jitbox repository that uses the three packages as a consumer would.
+const program = `// A program outside the jitbox repository that uses the packages as a consumer would.
 import { JitHarness, tool } from "@jitbox/core"
 import { createAgent, InMemoryMessageAccumulator, JitHarnessExtension, ScriptedModel } from "@jitbox/agent"
 import { SandboxRunner } from "@jitbox/sandbox"
+import { Ids, MemoryTransport, Subject, Transport } from "@jitbox/runtime"
+import { NatsTransport } from "@jitbox/nats"
+import { NatsServer } from "@jitbox/testing"
+import * as Effect from "effect/Effect"
 
 /**
  * The harness options that run code tools in @jitbox/sandbox child processes instead of in this
@@ -131,6 +137,23 @@ print("agent answer", result.content)
 print("agent turns", result.turns)
 print("agent tool calls", result.messages.flatMap((message) => message.role === "tool" ? [message.name] : []))
 await jit.forgetSession("agent")
+
+// 4. The runtime: one request/reply over the in-memory transport, then over a real nats-server.
+const subject = Subject.sessionCall(Subject.prefix(Ids.namespace("packaging")), Ids.sessionId("s1"))
+/**
+ * @param {import("effect/Layer").Layer<import("@jitbox/runtime").Transport.Transport, import("@jitbox/runtime").TransportError.TransportError>} layer
+ */
+const echoOver = (layer) => Effect.runPromise(Effect.gen(function* () {
+  yield* Transport.serve(subject, { concurrency: 1 }, (request) => "echo:" + Transport.text(request))
+  return Transport.text(yield* Transport.request(subject, "hi", { timeoutMs: 5000 }))
+}).pipe(Effect.provide(layer), Effect.scoped))
+print("memory transport", await echoOver(MemoryTransport.layer()))
+const server = await NatsServer.start()
+try {
+  print("nats transport", await echoOver(NatsTransport.layer({ servers: server.url })))
+} finally {
+  await server.close()
+}
 `
 
 const expectedOutput = [
@@ -142,7 +165,9 @@ const expectedOutput = [
   `sandboxed add callers: ["twice"]`,
   `agent answer: "twice(21) = 42"`,
   `agent turns: 3`,
-  `agent tool calls: ["create_tool","twice"]`
+  `agent tool calls: ["create_tool","twice"]`,
+  `memory transport: "echo:hi"`,
+  `nats transport: "echo:hi"`
 ]
 
 /** What a consumer's strict TypeScript sees: declaration files are checked too (`skipLibCheck: false`). */
@@ -219,12 +244,15 @@ describe("the packed packages in a project outside the repository", () => {
     fs.writeFileSync(path.join(project, "main.js"), program)
     fs.writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify(consumerTsconfig, null, 2))
     const nodeTypes = JSON.parse(fs.readFileSync(path.join(root, "node_modules/@types/node/package.json"), "utf8")).version as string
+    // A consumer of the runtime writes Effect programs, so it depends on effect itself (the version the packages use).
+    const effectVersion = JSON.parse(fs.readFileSync(path.join(packageDir("runtime"), "package.json"), "utf8")).dependencies.effect as string
     await run("npm", [
       "install",
       "--no-audit",
       "--no-fund",
       ...packageNames.map((name) => packed.get(name)!.tarball),
-      `@types/node@${nodeTypes}`
+      `@types/node@${nodeTypes}`,
+      `effect@${effectVersion}`
     ], { cwd: project, timeoutMs: 200_000 })
   }, 300_000)
 
@@ -262,7 +290,15 @@ describe("the packed packages in a project outside the repository", () => {
     expect(JSON.stringify(manifest.exports)).not.toContain("@jitbox/source")
     expect(manifest.exports["./package.json"]).toBe("./package.json")
     for (const target of targets(manifest)) expect(entries).toContain(`package/${target.replace(/^\.\//, "")}`)
-    for (const dependency of ["agent", "sandbox"].includes(name) ? ["core" as const] : []) {
+    const jitboxDependencies: Record<PackageName, ReadonlyArray<PackageName>> = {
+      core: [],
+      agent: ["core"],
+      sandbox: ["core"],
+      runtime: ["core"],
+      nats: ["runtime"],
+      testing: []
+    }
+    for (const dependency of jitboxDependencies[name]) {
       expect(manifest.dependencies[`@jitbox/${dependency}`]).toBe(versionOf(dependency))
     }
   })
@@ -273,11 +309,12 @@ describe("the packed packages in a project outside the repository", () => {
       const installed = JSON.parse(fs.readFileSync(path.join(project, "node_modules/@jitbox", name, "package.json"), "utf8"))
       expect(installed.version).toBe(versionOf(name))
     }
-    expect(fs.existsSync(path.join(project, "node_modules/@jitbox/agent/node_modules/@jitbox"))).toBe(false)
-    expect(fs.existsSync(path.join(project, "node_modules/@jitbox/sandbox/node_modules/@jitbox"))).toBe(false)
+    for (const name of packageNames) {
+      expect(fs.existsSync(path.join(project, `node_modules/@jitbox/${name}/node_modules/@jitbox`))).toBe(false)
+    }
   })
 
-  it("node runs a program that uses core, sandbox and agent", async () => {
+  it("node runs a program that uses core, sandbox, agent, runtime, nats and testing", async () => {
     const { stdout } = await run(process.execPath, ["main.js"], { cwd: path.join(work!, "project"), timeoutMs: 120_000 })
     expect(stdout.trimEnd().split("\n")).toEqual(expectedOutput)
   }, 150_000)

@@ -1,0 +1,154 @@
+/**
+ * Every subject the runtime uses, and the only place one is spelled. A subject is built from a
+ * `Prefix` (by default `jitbox.<namespace>`) and branded ids, whose schemas keep each token free
+ * of `.`, `*`, `>` and whitespace, so no id can reach into another subject. The `Transport`
+ * accepts only the `Subject` and `Pattern` types made here.
+ *
+ * | subject | listener | use |
+ * |---|---|---|
+ * | `<prefix>.session.<sessionId>.call` | the session actor | call a tool by name (request/reply) |
+ * | `<prefix>.session.<sessionId>.manage` | the session actor | the application API (changes, snapshot, profile, errors, forget) |
+ * | `<prefix>.session.<sessionId>.nested` | the session actor | a nested `harness.callTool` from code running on a worker |
+ * | `<prefix>.coordinator.<op>` | the root coordinator | admission, leases, policy |
+ * | `<prefix>.worker.<pool>.<language>.invoke` | workers, one queue group per (pool, language) | run one invocation |
+ * | `<prefix>.worker.package.<versionId>` | the session that owns the package | fetch a code package by version |
+ * | `<prefix>.events.<sessionId>.<event>` | anyone | `jit_tool_*` and lifecycle events |
+ * | `<prefix>.profile.<sessionId>` | anyone | one profiling record per finished attempt |
+ *
+ * @since 0.1.0
+ */
+import { HarnessError } from "@jitbox/core"
+import type { CodeLanguage } from "@jitbox/core"
+import type * as Brand from "effect/Brand"
+import * as Ids from "./Ids.js"
+
+/** A literal subject: what is published and requested. @since 0.1.0 @category models */
+export type Subject = string & Brand.Brand<"@jitbox/runtime/Subject">
+
+/** What is subscribed and served: a literal subject, or one with `*` / `>` wildcards. @since 0.1.0 @category models */
+export type Pattern = Subject | (string & Brand.Brand<"@jitbox/runtime/Pattern">)
+
+/** The leading tokens every subject of one deployment shares. @since 0.1.0 @category models */
+export type Prefix = string & Brand.Brand<"@jitbox/runtime/Prefix">
+
+/** The first token of the default prefix. @since 0.1.0 @category constants */
+export const defaultRoot = "jitbox"
+
+/**
+ * The prefix `<root>.<namespace>`. `root` is one or more tokens joined by `.` (default `jitbox`);
+ * a bad one throws `ConfigError` naming `subjectRoot`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const prefix = (namespace: Ids.Namespace, root: string = defaultRoot): Prefix => {
+  const tokens = root.split(".")
+  for (const token of tokens) {
+    if (!Ids.tokenPattern.test(token) || token.length > Ids.maxIdLength) {
+      throw new HarnessError.ConfigError({
+        option: "subjectRoot",
+        detail: `${JSON.stringify(root)} must be tokens of ASCII letters, digits, "_" and "-" joined by "."`
+      })
+    }
+  }
+  return `${root}.${namespace}` as Prefix
+}
+
+const subject = (value: string) => value as Subject
+const pattern = (value: string) => value as Pattern
+
+/** Tool calls to one session (request/reply). @since 0.1.0 @category subjects */
+export const sessionCall = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.session.${session}.call`)
+
+/** The application API of one session (request/reply). @since 0.1.0 @category subjects */
+export const sessionManage = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.session.${session}.manage`)
+
+/** Nested calls from code running on a worker back to its session, resolved by call id. @since 0.1.0 @category subjects */
+export const sessionNested = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.session.${session}.nested`)
+
+/** Every subject of one session (`call`, `manage`, `nested`). @since 0.1.0 @category patterns */
+export const sessionAll = (prefix: Prefix, session: Ids.SessionId): Pattern => pattern(`${prefix}.session.${session}.*`)
+
+/** One operation of the root coordinator. @since 0.1.0 @category subjects */
+export const coordinator = (prefix: Prefix, op: Ids.Token): Subject => subject(`${prefix}.coordinator.${op}`)
+
+/** Every operation of the root coordinator. @since 0.1.0 @category patterns */
+export const coordinatorAll = (prefix: Prefix): Pattern => pattern(`${prefix}.coordinator.*`)
+
+/** Invocations for the workers of one pool and language (served in a queue group). @since 0.1.0 @category subjects */
+export const workerInvoke = (prefix: Prefix, pool: Ids.PoolName, language: CodeLanguage): Subject =>
+  subject(`${prefix}.worker.${pool}.${language}.invoke`)
+
+/** A code package, fetched by its version id. @since 0.1.0 @category subjects */
+export const workerPackage = (prefix: Prefix, versionId: Ids.Token): Subject => subject(`${prefix}.worker.package.${versionId}`)
+
+/** One event of one session. @since 0.1.0 @category subjects */
+export const events = (prefix: Prefix, session: Ids.SessionId, event: Ids.Token): Subject =>
+  subject(`${prefix}.events.${session}.${event}`)
+
+/** Every event of one session. @since 0.1.0 @category patterns */
+export const sessionEvents = (prefix: Prefix, session: Ids.SessionId): Pattern => pattern(`${prefix}.events.${session}.>`)
+
+/** Every event of every session of the namespace: `events.*.>`. @since 0.1.0 @category patterns */
+export const allEvents = (prefix: Prefix): Pattern => pattern(`${prefix}.events.*.>`)
+
+/** The profiling records of one session. @since 0.1.0 @category subjects */
+export const profile = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.profile.${session}`)
+
+/** The profiling records of every session of the namespace. @since 0.1.0 @category patterns */
+export const allProfiles = (prefix: Prefix): Pattern => pattern(`${prefix}.profile.*`)
+
+/** Everything in the namespace (an observer's view). @since 0.1.0 @category patterns */
+export const everything = (prefix: Prefix): Pattern => pattern(`${prefix}.>`)
+
+const literalSubject = /^[^\s.*>]+(\.[^\s.*>]+)*$/
+
+/**
+ * Whether `value` is a literal subject NATS accepts for publishing: non-empty tokens joined by `.`,
+ * no whitespace, no wildcards. The `Transport` checks what it is given with this.
+ *
+ * @since 0.1.0
+ * @category refinements
+ */
+export const isLiteral = (value: string): value is Subject => literalSubject.test(value)
+
+/**
+ * Whether `value` is a subscription pattern: non-empty tokens joined by `.`, no whitespace, where
+ * `*` and `>` appear only as whole tokens and `>` only last.
+ *
+ * @since 0.1.0
+ * @category refinements
+ */
+export const isPattern = (value: string): value is Pattern => {
+  if (value.length === 0 || /\s/.test(value)) return false
+  const tokens = value.split(".")
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!
+    if (token.length === 0) return false
+    if (token === ">") {
+      if (i !== tokens.length - 1) return false
+    } else if (token !== "*" && (token.includes("*") || token.includes(">"))) {
+      return false
+    }
+  }
+  return true
+}
+
+/**
+ * Whether the literal `subject` matches `pattern` by NATS rules: `*` is exactly one token, `>` one
+ * or more trailing tokens.
+ *
+ * @since 0.1.0
+ * @category refinements
+ */
+export const matches = (pattern: string, subject: string): boolean => {
+  const want = pattern.split(".")
+  const have = subject.split(".")
+  for (let i = 0; i < want.length; i++) {
+    const token = want[i]!
+    if (token === ">") return have.length > i
+    if (i >= have.length) return false
+    if (token !== "*" && token !== have[i]) return false
+  }
+  return want.length === have.length
+}

@@ -1,0 +1,24 @@
+/**
+ * @since 0.1.0
+ */
+export * as Ids from "./Ids.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as MemoryTransport from "./MemoryTransport.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Subject from "./Subject.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Transport from "./Transport.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as TransportError from "./TransportError.js"

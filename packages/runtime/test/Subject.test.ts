@@ -1,0 +1,89 @@
+/**
+ * Subject.ts spells every subject: the table of DESIGN.md under `jitbox.<namespace>`, the
+ * patterns subscribers use, and NATS's rules for literal subjects, patterns and matching.
+ */
+import { HarnessError } from "@jitbox/core"
+import { assert, describe, it } from "@effect/vitest"
+import * as Ids from "../src/Ids.js"
+import * as Subject from "../src/Subject.js"
+
+const p = Subject.prefix(Ids.namespace("prod"))
+const s = Ids.sessionId("s1")
+
+describe("Subject", () => {
+  it("every subject of the table, under jitbox.<namespace>", () => {
+    assert.deepStrictEqual(
+      [
+        Subject.sessionCall(p, s),
+        Subject.sessionManage(p, s),
+        Subject.sessionNested(p, s),
+        Subject.coordinator(p, Ids.token("admit")),
+        Subject.workerInvoke(p, Ids.poolName("gpu"), "python"),
+        Subject.workerPackage(p, Ids.token("v_0123456789abcdef0123")),
+        Subject.events(p, s, Ids.token("jit_tool_started")),
+        Subject.profile(p, s)
+      ],
+      [
+        "jitbox.prod.session.s1.call",
+        "jitbox.prod.session.s1.manage",
+        "jitbox.prod.session.s1.nested",
+        "jitbox.prod.coordinator.admit",
+        "jitbox.prod.worker.gpu.python.invoke",
+        "jitbox.prod.worker.package.v_0123456789abcdef0123",
+        "jitbox.prod.events.s1.jit_tool_started",
+        "jitbox.prod.profile.s1"
+      ]
+    )
+  })
+
+  it("the patterns subscribers use", () => {
+    assert.deepStrictEqual(
+      [
+        Subject.allEvents(p),
+        Subject.sessionEvents(p, s),
+        Subject.allProfiles(p),
+        Subject.sessionAll(p, s),
+        Subject.coordinatorAll(p),
+        Subject.everything(p)
+      ],
+      [
+        "jitbox.prod.events.*.>",
+        "jitbox.prod.events.s1.>",
+        "jitbox.prod.profile.*",
+        "jitbox.prod.session.s1.*",
+        "jitbox.prod.coordinator.*",
+        "jitbox.prod.>"
+      ]
+    )
+  })
+
+  it("a root of several tokens replaces jitbox; a bad root is a ConfigError", () => {
+    assert.strictEqual(Subject.sessionCall(Subject.prefix(Ids.namespace("ns"), "acme.tools"), s), "acme.tools.ns.session.s1.call")
+    for (const root of ["", "a..b", "a.*", "a b", ".a"]) {
+      assert.throws(() => Subject.prefix(Ids.namespace("ns"), root), HarnessError.ConfigError)
+    }
+  })
+
+  it("everything built is a literal subject or a valid pattern", () => {
+    assert.isTrue(Subject.isLiteral(Subject.events(p, s, Ids.token("x"))))
+    assert.isFalse(Subject.isLiteral(Subject.allEvents(p)))
+    assert.isTrue(Subject.isPattern(Subject.allEvents(p)))
+    assert.isTrue(Subject.isPattern(Subject.profile(p, s)))
+    for (const bad of ["", "a..b", "a.", ".a", "a b", "a.*b", "a.>.b", "a.b>"]) assert.isFalse(Subject.isPattern(bad), bad)
+    for (const bad of ["", "a..b", "a.*", "a.>", "a\tb"]) assert.isFalse(Subject.isLiteral(bad), bad)
+  })
+
+  it("matching follows NATS: `*` is one token, `>` one or more trailing tokens", () => {
+    const all = Subject.allEvents(p)
+    assert.isTrue(Subject.matches(all, "jitbox.prod.events.s1.jit_tool_started"))
+    assert.isTrue(Subject.matches(all, "jitbox.prod.events.s1.a.b"))
+    assert.isFalse(Subject.matches(all, "jitbox.prod.events.s1"))
+    assert.isFalse(Subject.matches(all, "jitbox.other.events.s1.x"))
+    const profiles = Subject.allProfiles(p)
+    assert.isTrue(Subject.matches(profiles, "jitbox.prod.profile.s1"))
+    assert.isFalse(Subject.matches(profiles, "jitbox.prod.profile.s1.extra"))
+    assert.isFalse(Subject.matches(profiles, "jitbox.prod.profile"))
+    assert.isTrue(Subject.matches("a.b", "a.b"))
+    assert.isFalse(Subject.matches("a.b", "a.b.c"))
+  })
+})
