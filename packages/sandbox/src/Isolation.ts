@@ -132,7 +132,7 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
       detail: bwrap
         ? `/tmp (${l.tmpfsMiB} MiB, with /dev/shm a link into it) and the working directory (${l.workDirMiB} MiB) are sized tmpfs; /, /mnt and /dev (the devices ${DeviceNodes.join(", ")} and the fd links only) are read-only${
           iso.seccomp ? "; no System V shared memory, message queues or semaphores" : ""
-        }; anonymous files (memfd) are bounded by ${l.openFiles} open files of ≤ ${l.fileSizeMiB} MiB. One exception: a Bash child's output directory (/mnt/out) is a host directory, bounded per file only. Tmpfs pages are host memory, not counted in the child's address space`
+        }; anonymous files (memfd) are bounded by ${l.openFiles} open files of ≤ ${l.fileSizeMiB} MiB. a Bash child writes its output into two host files bound in on their own (≤ ${l.fileSizeMiB} MiB each, emptied after every call) and can create no file beside them. Tmpfs pages are host memory, not counted in the child's address space`
         : `without bubblewrap a child's working directory is a host directory bounded only per file (RLIMIT_FSIZE ${l.fileSizeMiB} MiB), not in total, and Python and Bash children can write wherever their uid may (e.g. the host's /tmp)`
     },
     {
@@ -256,7 +256,7 @@ const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
       if (plain.status === 0) bwrap = bwrapPath
       else bwrapDetail = `bwrap is installed but unusable here (${String(plain.stderr ?? plain.error).trim()})`
     }
-    bwrapDetail ??= "mount, network, pid, ipc, uts and user namespaces; a new session; read-only /, /usr, /etc and /dev (a few device nodes only), a private /tmp tmpfs and working-directory tmpfs; the package directory read-only under /mnt; nothing else of the host file system (no /root, /home, /work, /var)"
+    bwrapDetail ??= "mount, network, pid, ipc, uts and user namespaces; a new session; read-only /, /usr, /etc, /proc (no process can write another's memory through it) and /dev (a few device nodes only), a private /tmp tmpfs and working-directory tmpfs; the package directory read-only under /mnt; nothing else of the host file system (no /root, /home, /work, /var)"
   }
   let python: PythonInfo | undefined
   let pythonDetail: string
@@ -343,7 +343,7 @@ export const bwrapArgs = (rootEntries: ReadonlyArray<RootEntry>, layout: Layout)
     if (entry._tag === "Bind") args.push("--ro-bind", entry.path, entry.path)
     else args.push("--symlink", entry.target, entry.path)
   }
-  args.push("--proc", "/proc")
+  args.push("--proc", "/proc", "--remount-ro", "/proc")
   args.push("--size", String(DevTmpfsBytes), "--tmpfs", "/dev")
   for (const node of DeviceNodes) args.push("--dev-bind", `/dev/${node}`, `/dev/${node}`)
   args.push("--symlink", "/proc/self/fd", "/dev/fd")

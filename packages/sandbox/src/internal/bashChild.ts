@@ -210,10 +210,7 @@ export class BashChild extends ChildBase {
     const fds = this.fds!
     if (exitCode !== 0) return job.reject(this.exitFailure(exitCode, fds.stderr))
     const output = readOutput(fds.stdout)
-    if (typeof output === "string") return job.reject(this.error("ProtocolViolation", output))
-    if (output.tooLarge) {
-      return job.reject(this.error("OutputTooLarge", `main.sh wrote more than ${Protocol.MaxPayloadBytes} bytes of JSON`))
-    }
+    if ("reason" in output) return job.reject(this.error(output.reason, output.detail))
     job.resolve(output.value)
   }
 
@@ -297,18 +294,32 @@ const writeInput = (fd: number, json: string, previousBytes: number): number => 
 }
 
 /** The JSON value a call wrote to stdout. */
-const readOutput = (fd: number): { readonly value: unknown; readonly tooLarge: false } | { readonly tooLarge: true } | string => {
+const readOutput = (
+  fd: number
+): { readonly value: unknown } | { readonly reason: "OutputTooLarge" | "ProtocolViolation"; readonly detail: string } => {
+  const tooLarge = { reason: "OutputTooLarge", detail: `main.sh wrote more than ${Protocol.MaxPayloadBytes} bytes of JSON` } as const
   const size = fs.fstatSync(fd).size
-  if (size > Protocol.MaxLineBytes) return { tooLarge: true }
+  if (size > Protocol.MaxLineBytes) return tooLarge
   const buffer = Buffer.allocUnsafe(size)
   const read = fs.readSync(fd, buffer, 0, size, 0)
   const text = buffer.subarray(0, read).toString("utf8").trim()
-  if (text.length === 0) return "main.sh wrote nothing to stdout; it must write exactly one JSON value (JT-CTR-06)"
-  if (Buffer.byteLength(text) > Protocol.MaxPayloadBytes) return { tooLarge: true }
+  if (text.length === 0) {
+    return { reason: "ProtocolViolation", detail: "main.sh wrote nothing to stdout; it must write exactly one JSON value (JT-CTR-06)" }
+  }
+  if (Buffer.byteLength(text) > Protocol.MaxPayloadBytes) return tooLarge
+  if (Protocol.nestsDeeperThan(text, Protocol.MaxNestingDepth)) {
+    return {
+      reason: "OutputTooLarge",
+      detail: `main.sh wrote JSON nested deeper than ${Protocol.MaxNestingDepth} levels of arrays and objects`
+    }
+  }
   try {
-    return { value: JSON.parse(text), tooLarge: false }
+    return { value: JSON.parse(text) }
   } catch {
-    return `main.sh must write exactly one JSON value to stdout (JT-CTR-06); it wrote ${JSON.stringify(Protocol.preview(text, 120))}`
+    return {
+      reason: "ProtocolViolation",
+      detail: `main.sh must write exactly one JSON value to stdout (JT-CTR-06); it wrote ${JSON.stringify(Protocol.preview(text, 120))}`
+    }
   }
 }
 

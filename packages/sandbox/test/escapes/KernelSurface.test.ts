@@ -155,4 +155,28 @@ describe("kernel surface", () => {
     expect(await node.invoke({})).toEqual({ key: 8, zipped: true })
     await node.dispose()
   })
+
+  it("no child can write another process's memory through /proc (the Bash driver's included): /proc is read-only", async () => {
+    if (Isolation.describeIsolation(testOptions).find((layer) => layer.layer === "bubblewrap")?.active !== true) {
+      return reportsOpenKernel()
+    }
+    const bash = await activate(runner, source("bash", {
+      "main.sh": `if { exec 9<>/proc/2/mem; } 2>/dev/null; then echo '"opened"'; else echo '"refused"'; fi\n`
+    }))
+    const python = await activate(runner, source("python", {
+      "__init__.py": [
+        "@tool(guidelines='g')",
+        "def main() -> str:",
+        "    try:",
+        "        open('/proc/self/mem', 'r+b').close()",
+        "        return 'opened'",
+        "    except OSError as error:",
+        "        return error.strerror",
+        ""
+      ].join("\n")
+    }))
+    expect(await bash.invoke({})).toBe("refused")
+    expect(await python.invoke({})).toBe("Read-only file system")
+    await Promise.all([bash.dispose(), python.dispose()])
+  })
 })
