@@ -73,7 +73,10 @@ const host: CodeRunner.CallHost = {
   callTool: () => Promise.reject(new Error("no composition in this benchmark"))
 }
 
-/** One activation through the runner's interface: calls name it by id, as the harness's do. */
+/**
+ * One activation through the runner's interface: calls name it by id and hand back the runner's
+ * promise, as the harness's dispatcher does for a call without a policy.
+ */
 interface Activated {
   readonly invoke: (args: unknown) => Promise<unknown>
   readonly dispose: () => Promise<void>
@@ -83,8 +86,8 @@ let calls = 0
 const activate = async (source: CodeRunner.CodeSource): Promise<Activated> => {
   await runner.activate(source, host)
   return {
-    invoke: async (args) =>
-      await runner.invoke({
+    invoke: (args) =>
+      runner.invoke({
         activationId: source.activationId,
         toolName: source.toolName,
         args,

@@ -310,7 +310,8 @@ interface Pending {
   readonly resolve: (value: unknown) => void
   readonly reject: (error: unknown) => void
   readonly context: ChildCall
-  readonly timer: NodeJS.Timeout
+  /** `performance.now()` after which the invocation is abandoned (see `watch`). */
+  readonly expiresAt: number
   readonly onAbort: (() => void) | undefined
   /** The host-side errors of this invocation's failed nested calls, by request id. */
   nested?: Map<string, unknown>
@@ -334,6 +335,8 @@ export class JsonLinesChild extends ChildBase {
   /** The invocations in flight, the innermost last. */
   private readonly stack: Array<Pending> = []
   private sequence = 0
+  private watchdog: NodeJS.Timeout | undefined
+  private watchdogAt = Infinity
 
   override get innermostCallId(): string | undefined {
     return this.stack[this.stack.length - 1]?.context.callId
@@ -350,7 +353,7 @@ export class JsonLinesChild extends ChildBase {
     if (typeof argsJson !== "string") return Promise.reject(this.error(argsJson.reason, argsJson.detail))
     if (context.signal?.aborted === true) return Promise.reject(cancelled(this.hooks.toolName, context))
     const id = String(++this.sequence)
-    const timeoutMs = context.timeoutMs
+    const expiresAt = performance.now() + context.timeoutMs
     if (this.inflight === 0) this.printedBytes = 0
     return new Promise((resolve, reject) => {
       let onAbort: (() => void) | undefined
@@ -363,7 +366,7 @@ export class JsonLinesChild extends ChildBase {
         resolve,
         reject,
         context,
-        timer: setTimeout(this.onTimeout, timeoutMs, id),
+        expiresAt,
         onAbort,
         nestedCalls: 0,
         nestedInFlight: 0
@@ -371,6 +374,7 @@ export class JsonLinesChild extends ChildBase {
       this.pending.set(id, pending)
       this.stack.push(pending)
       this.inflight++
+      this.watch(expiresAt)
       this.lastUsed = tick()
       this.write(
         `{"_tag":"Invoke","invocationId":"${id}","callId":${JSON.stringify(context.callId)},"depth":${context.depth},"toolName":${
@@ -433,6 +437,9 @@ export class JsonLinesChild extends ChildBase {
     }
     this.pending.clear()
     this.stack.length = 0
+    clearTimeout(this.watchdog)
+    this.watchdog = undefined
+    this.watchdogAt = Infinity
   }
 
   /** Takes an invocation out of flight; an answer for one not in flight breaks the protocol. */
@@ -443,14 +450,19 @@ export class JsonLinesChild extends ChildBase {
       return undefined
     }
     this.forget(pending)
-    this.inflight--
+    if (--this.inflight === 0) this.watchdog?.unref()
     return pending
   }
 
   private forget(pending: Pending): void {
     this.pending.delete(pending.id)
-    const index = this.stack.lastIndexOf(pending)
-    if (index !== -1) this.stack.splice(index, 1)
+    const stack = this.stack
+    // usually the innermost, popped without a search
+    if (stack.length > 0 && stack[stack.length - 1] === pending) stack.pop()
+    else {
+      const index = stack.lastIndexOf(pending)
+      if (index !== -1) stack.splice(index, 1)
+    }
     clear(pending)
     const deferred = pending.deferred
     if (deferred !== undefined) {
@@ -464,6 +476,8 @@ export class JsonLinesChild extends ChildBase {
 
   /** Sends the deferred calls of the innermost invocation, while it stays the innermost. */
   private resume(): void {
+    // index -1 of an empty array is a property lookup in V8, far slower than an element read
+    if (this.stack.length === 0) return
     const top = this.stack[this.stack.length - 1]
     while (top?.deferred !== undefined && top.deferred.length > 0 && this.stack[this.stack.length - 1] === top && this.state !== "dead") {
       this.send(top, top.deferred.shift()!)
@@ -478,9 +492,38 @@ export class JsonLinesChild extends ChildBase {
     if (cpuMs !== undefined && cpuMs > this.hooks.config.limits.cpuSeconds * 500) this.retiring = true
   }
 
-  private readonly onTimeout = (id: string): void => {
-    const pending = this.pending.get(id)
-    if (pending === undefined) return
+  /**
+   * One timer per child watches the deadlines of its invocations: a timer set and cleared per
+   * invocation (Node creates and drops a timer list each time) was among the largest parts of the
+   * host's work for a warm call. It stays armed between calls (unreferenced while nothing is in
+   * flight, so an idle child keeps no process alive; referenced while a call is, as the call's own
+   * timer was) and is moved only for an earlier deadline; when it fires it times out the invocation
+   * whose deadline comes first once that deadline is past, or re-arms for it.
+   */
+  private watch(expiresAt: number): void {
+    if (this.watchdog !== undefined && expiresAt >= this.watchdogAt) {
+      if (this.inflight === 1) this.watchdog.ref()
+      return
+    }
+    clearTimeout(this.watchdog)
+    this.watchdogAt = expiresAt
+    this.watchdog = setTimeout(this.onWatchdog, Math.max(1, Math.ceil(expiresAt - performance.now())))
+  }
+
+  private readonly onWatchdog = (): void => {
+    this.watchdog = undefined
+    this.watchdogAt = Infinity
+    let first: Pending | undefined
+    for (const pending of this.pending.values()) {
+      if (first === undefined || pending.expiresAt < first.expiresAt) first = pending
+    }
+    if (first === undefined) return
+    // a timer counts from the event loop's cached time, so it can fire before `expiresAt`
+    if (first.expiresAt > performance.now() + 1) return this.watch(first.expiresAt)
+    this.timeOut(first)
+  }
+
+  private timeOut(pending: Pending): void {
     this.forget(pending)
     pending.reject(timedOut(this.hooks.toolName, pending.context))
     this.fail("ChildExited", `the child was killed because invocation ${pending.context.callId} timed out`)
@@ -568,7 +611,6 @@ export class JsonLinesChild extends ChildBase {
 }
 
 const clear = (pending: Pending): void => {
-  clearTimeout(pending.timer)
   if (pending.onAbort !== undefined) pending.context.signal?.removeEventListener("abort", pending.onAbort)
 }
 
