@@ -1,12 +1,22 @@
 /**
  * @since 0.1.0
  */
+export * as Envelope from "./Envelope.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Ids from "./Ids.js"
 
 /**
  * @since 0.1.0
  */
 export * as MemoryTransport from "./MemoryTransport.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SessionProtocol from "./SessionProtocol.js"
 
 /**
  * @since 0.1.0
@@ -22,3 +32,8 @@ export * as Transport from "./Transport.js"
  * @since 0.1.0
  */
 export * as TransportError from "./TransportError.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as WireError from "./WireError.js"
