@@ -21,6 +21,11 @@ export * as SessionProtocol from "./SessionProtocol.js"
 /**
  * @since 0.1.0
  */
+export * as SnapshotStore from "./SnapshotStore.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Subject from "./Subject.js"
 
 /**
