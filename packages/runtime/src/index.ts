@@ -16,7 +16,22 @@ export * as MemoryTransport from "./MemoryTransport.js"
 /**
  * @since 0.1.0
  */
+export * as SessionActor from "./SessionActor.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SessionApi from "./SessionApi.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as SessionProtocol from "./SessionProtocol.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Sessions from "./Sessions.js"
 
 /**
  * @since 0.1.0
