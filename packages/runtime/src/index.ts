@@ -16,6 +16,11 @@ export * as MemoryTransport from "./MemoryTransport.js"
 /**
  * @since 0.1.0
  */
+export * as RemoteSession from "./RemoteSession.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as SessionActor from "./SessionActor.js"
 
 /**
