@@ -292,17 +292,22 @@ export const sessionConformance = (name: string, makeLayer: () => Layer.Layer<Tr
         open()
         assert.deepStrictEqual(yield* Effect.promise(() => creating), { name: "twice", status: "loaded" })
 
-        // Every kind of change, from the application and from the model.
-        yield* Effect.promise(() => session.callTool("create_tool", { name: "notes", kind: "text", description: "Notes.", source: notes }))
+        // Every kind of change, from the application and from the model (a create_tool call, stored by the actor too).
         yield* Effect.promise(() => session.createTool({ entrypoint: "made", source: madeSource }))
         yield* Effect.promise(() => session.unloadTool("made"))
-        yield* Effect.promise(() => session.callTool("unload_tool", { name: "notes" }))
-        yield* Effect.promise(() => session.callTool("load_tool", { name: "notes" }))
+        yield* Effect.promise(() => session.callTool("create_tool", { name: "notes", kind: "text", description: "Notes.", source: notes }))
         const stored = yield* gated.store.load(Ids.sessionId("s1"))
         assert.isTrue(Option.isSome(stored))
         const snapshot = Option.getOrThrow(stored)
         assert.deepStrictEqual(snapshot.tools.map((record) => record.name).sort(), ["made", "twice"])
+        assert.deepStrictEqual(snapshot.text_tools.map((record) => record.name), ["notes"])
         assert.deepStrictEqual(snapshot.unloaded_tools, ["made"])
+        yield* Effect.promise(() => session.callTool("unload_tool", { name: "twice" }))
+        yield* Effect.promise(() => session.callTool("load_tool", { name: "twice" }))
+        assert.deepStrictEqual(Option.getOrThrow(yield* gated.store.load(Ids.sessionId("s1"))).unloaded_tools, ["made"])
+        yield* Effect.promise(() => session.callTool("unload_tool", { name: "notes" }))
+        assert.deepStrictEqual(Option.getOrThrow(yield* gated.store.load(Ids.sessionId("s1"))).unloaded_tools, ["made", "notes"])
+        yield* Effect.promise(() => session.loadTool("notes"))
 
         // The host dies (its scope closes without a passivation); another takes over from the store.
         yield* first.close
