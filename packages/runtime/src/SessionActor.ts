@@ -141,8 +141,7 @@ export const make = (
       try {
         pending = next()
       } catch (error) {
-        activity.end()
-        throw error
+        pending = Promise.reject(error)
       }
       if (call.origin === "management" && changeTools.has(call.name)) pending = changed(pending)
       pending.then(activity.end, activity.end)

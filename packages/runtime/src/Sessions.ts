@@ -19,7 +19,7 @@
  */
 import { EventFeed, type Exposure, type JitHarnessOptions, type JitHarnessProfile, type JitHarnessSnapshot, type ToolErrorReport } from "@jitbox/core"
 import type { BaseTools, CallOptions, CreateToolRequest, SessionDefinitions, SessionShape, ToolAck, UpdateToolRequest } from "@jitbox/core"
-import { Sessions as CoreSessions } from "@jitbox/core"
+import { HarnessError, Sessions as CoreSessions } from "@jitbox/core"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -242,15 +242,18 @@ export const make = (
   options: SessionsOptions
 ): Effect.Effect<SessionsShape, TransportError, Scope.Scope | Transport.Transport | SnapshotStore.SnapshotStore> =>
   Effect.gen(function*() {
-    const hostScope = yield* Effect.scope
+    // The sessions' scopes are children of this one, closed last: after the host stops taking work.
+    const hostScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
     const transport = yield* Transport.Transport
     const context = yield* Effect.context<Transport.Transport | SnapshotStore.SnapshotStore>()
     const run = runner(yield* Effect.runtime<never>())
     const idleMs = Duration.toMillis(Duration.decode(options.idleTimeout ?? defaults.idleTimeout))
     const slots = new Map<Ids.SessionId, Slot>()
+    let closed = false
     const locals = new Map<Ids.SessionId, LocalSession>()
 
     const activeActor = (sessionId: Ids.SessionId): SessionActor.SessionActor | undefined => {
+      if (closed) return undefined
       const slot = slots.get(sessionId)
       return slot?.state === "active" ? slot.actor : undefined
     }
@@ -277,6 +280,7 @@ export const make = (
       }))
 
     const acquire = (sessionId: Ids.SessionId): Promise<SessionActor.SessionActor> => {
+      if (closed) return Promise.reject(new HarnessError.HarnessReleased({ sessionId, operation: "activating the session" }))
       const slot = slots.get(sessionId)
       if (slot?.state === "active") return Promise.resolve(slot.actor)
       if (slot?.state === "activating") return slot.pending
@@ -371,6 +375,9 @@ export const make = (
       )
     }
 
+    // Runs first when the host closes: nothing activates while its sessions are being closed.
+    yield* Effect.addFinalizer(() => Effect.sync(() => closed = true))
+
     const host: Host = { acquire, activeActor, forget }
     const get = (sessionId: string): LocalSession => {
       const id = Ids.sessionId(sessionId)
@@ -387,7 +394,7 @@ export const make = (
       forget,
       activate: (sessionId) => Effect.tryPromise({ try: () => acquire(sessionId), catch: (error) => error as SessionActor.ActivationError }),
       passivate,
-      active: () => [...slots].flatMap(([sessionId, slot]) => slot.state === "active" ? [sessionId] : [])
+      active: () => closed ? [] : [...slots].flatMap(([sessionId, slot]) => slot.state === "active" ? [sessionId] : [])
     }
   })
 

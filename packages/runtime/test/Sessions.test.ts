@@ -157,7 +157,7 @@ describe("Sessions in this process", () => {
       assert.instanceOf(rejected, HarnessError.ToolRejected)
     }))
 
-  it.effect("closing the host releases every session's harness", () =>
+  it.effect("closing the host releases every session's harness and activates nothing more", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const host = yield* hostWith(SnapshotStore.makeMemory()).pipe(Scope.extend(scope))
@@ -166,5 +166,9 @@ describe("Sessions in this process", () => {
       yield* Scope.close(scope, Exit.void)
       const released = yield* Effect.promise(() => actor.harness.callTool("add", { left: 1, right: 1 }).then(() => undefined, (error) => error))
       assert.instanceOf(released, HarnessError.HarnessReleased)
+      // A closed host activates nothing.
+      const refused = yield* Effect.promise(() => host.get("s2").callTool("add", { left: 1, right: 1 }).then(() => undefined, (error) => error))
+      assert.instanceOf(refused, HarnessError.HarnessReleased)
+      assert.deepStrictEqual(host.active(), [])
     }))
 })
