@@ -2,9 +2,9 @@
  * The envelope every runtime message travels in: one UTF-8 JSON object whose `v` is the protocol
  * version and whose `kind` says what it is. `SessionProtocol` gives the schema of each kind.
  *
- *     {"v":1,"kind":"call","name":"add","args":{"left":1,"right":2},"call_id":"toolu_01"}
+ *     {"v":1,"kind":"call","name":"add","call_id":"toolu_01","args":{"left":1,"right":2}}
  *     {"v":1,"kind":"ok","value":3}
- *     {"v":1,"kind":"error","error":{"_tag":"ToolNotFound","name":"ad","message":"no tool named 'ad' exists in this harness"}}
+ *     {"v":1,"kind":"error","error":{"name":"ad","_tag":"ToolNotFound","message":"no tool named 'ad' exists in this harness"}}
  *
  * Version rule: a field a reader may ignore can be added within version 1; anything that changes
  * what an existing field or kind means takes version 2. A reader answers a version it does not
