@@ -24,6 +24,7 @@ import type { SubscribeOptions } from "./EventFeed.js"
 import { type HarnessError, isHarnessError, ToolFailure } from "./HarnessError.js"
 import { JitHarness, type JitHarnessOptions } from "./JitHarness.js"
 import type { JitHarnessProfile, ToolStats } from "./JitHarnessProfile.js"
+import type { JitHarnessSnapshot } from "./JitHarnessSnapshot.js"
 import type { JitToolEvent } from "./JitToolEvent.js"
 import * as ThrownValue from "./ThrownValue.js"
 import type { ToolErrorReport } from "./ToolErrorReport.js"
@@ -34,11 +35,12 @@ export class Harness extends Context.Tag("@jitbox/core/Harness")<Harness, JitHar
 
 /**
  * Builds a harness with the seams found in the context; a bad option fails with `ConfigError`.
+ * With a `snapshot`, the harness activates it (await `ready`, SNAP-13).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: JitHarnessOptions = {}): Effect.Effect<JitHarness, HarnessError, never> =>
+export const make = (options: JitHarnessOptions = {}, snapshot?: JitHarnessSnapshot): Effect.Effect<JitHarness, HarnessError, never> =>
   Effect.gen(function*() {
     const runner = yield* Effect.serviceOption(CodeRunner.CodeRunner)
     const admission = yield* Effect.serviceOption(Admission.Admission)
@@ -57,12 +59,15 @@ export const make = (options: JitHarnessOptions = {}): Effect.Effect<JitHarness,
     if (options.clock === undefined) seams.clock = clock
     if (Option.isSome(profileSink) && options.profileSink === undefined) seams.profileSink = profileSink.value
     if (Option.isSome(eventSink) && options.eventSink === undefined) seams.eventSink = eventSink.value
-    return yield* Effect.try({ try: () => new JitHarness({ ...options, ...seams }), catch: (error) => error as HarnessError })
+    return yield* Effect.try({
+      try: () => snapshot === undefined ? new JitHarness({ ...options, ...seams }) : new JitHarness(snapshot, { ...options, ...seams }),
+      catch: (error) => error as HarnessError
+    })
   })
 
 /** A harness that lives as long as the scope; closing the scope releases it. @since 0.1.0 @category constructors */
-export const makeScoped = (options: JitHarnessOptions = {}) =>
-  Effect.acquireRelease(make(options), (harness) => Effect.promise(() => harness.release()))
+export const makeScoped = (options: JitHarnessOptions = {}, snapshot?: JitHarnessSnapshot) =>
+  Effect.acquireRelease(make(options, snapshot), (harness) => Effect.promise(() => harness.release()))
 
 /** @since 0.1.0 @category layers */
 export const layer = (options: JitHarnessOptions = {}): Layer.Layer<Harness, HarnessError> =>

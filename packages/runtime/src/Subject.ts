@@ -9,6 +9,7 @@
  * | `<prefix>.session.<sessionId>.call` | the session actor | call a tool by name (request/reply) |
  * | `<prefix>.session.<sessionId>.manage` | the session actor | the application API (changes, snapshot, profile, errors, forget) |
  * | `<prefix>.session.<sessionId>.nested` | the session actor | a nested `harness.callTool` from code running on a worker |
+ * | `<prefix>.sessions.activate` | session hosts, in one queue group | activate a session that no actor serves yet |
  * | `<prefix>.coordinator.<op>` | the root coordinator | admission, leases, policy |
  * | `<prefix>.worker.<pool>.<language>.invoke` | workers, one queue group per (pool, language) | run one invocation |
  * | `<prefix>.worker.package.<versionId>` | the session that owns the package | fetch a code package by version |
@@ -65,6 +66,15 @@ export const sessionManage = (prefix: Prefix, session: Ids.SessionId): Subject =
 
 /** Nested calls from code running on a worker back to its session, resolved by call id. @since 0.1.0 @category subjects */
 export const sessionNested = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.session.${session}.nested`)
+
+/**
+ * Where a caller asks the session hosts (in one queue group) to activate a session that nobody
+ * serves: a request to `session.<sid>.call` that finds no responder is followed by one here.
+ *
+ * @since 0.1.0
+ * @category subjects
+ */
+export const sessionsActivate = (prefix: Prefix): Subject => subject(`${prefix}.sessions.activate`)
 
 /** Every subject of one session (`call`, `manage`, `nested`). @since 0.1.0 @category patterns */
 export const sessionAll = (prefix: Prefix, session: Ids.SessionId): Pattern => pattern(`${prefix}.session.${session}.*`)

@@ -1,12 +1,47 @@
 /**
  * @since 0.1.0
  */
+export * as Envelope from "./Envelope.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Ids from "./Ids.js"
 
 /**
  * @since 0.1.0
  */
 export * as MemoryTransport from "./MemoryTransport.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as RemoteSession from "./RemoteSession.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SessionActor from "./SessionActor.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SessionApi from "./SessionApi.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SessionProtocol from "./SessionProtocol.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Sessions from "./Sessions.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SnapshotStore from "./SnapshotStore.js"
 
 /**
  * @since 0.1.0
@@ -22,3 +57,8 @@ export * as Transport from "./Transport.js"
  * @since 0.1.0
  */
 export * as TransportError from "./TransportError.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as WireError from "./WireError.js"

@@ -1,0 +1,227 @@
+/**
+ * The envelope every runtime message travels in: one UTF-8 JSON object whose `v` is the protocol
+ * version and whose `kind` says what it is. `SessionProtocol` gives the schema of each kind.
+ *
+ *     {"v":1,"kind":"call","name":"add","call_id":"toolu_01","args":{"left":1,"right":2}}
+ *     {"v":1,"kind":"ok","value":3}
+ *     {"v":1,"kind":"error","error":{"name":"ad","_tag":"ToolNotFound","message":"no tool named 'ad' exists in this harness"}}
+ *
+ * Version rule: a field a reader may ignore can be added within version 1; anything that changes
+ * what an existing field or kind means takes version 2. A reader answers a version it does not
+ * speak with a `Decode` error naming both.
+ *
+ * Everything read from the wire is bounded before it is trusted: its size by the transport's
+ * `max_payload`, its nesting depth here (before `JSON.parse`, whose recursion a deep value would
+ * exhaust), and tool arguments and results by JT-LIM-02 (at most 256 KiB of JSON each). A value
+ * over those bounds, or one that is not JSON, is refused with a `TransportError` before anything
+ * is sent: `PayloadTooLarge` for the bounds, `InvalidArgument` for a value JSON cannot carry. A
+ * message that does not decode is a `TransportError` with reason `Decode`.
+ *
+ * @since 0.1.0
+ */
+import { Protocol } from "@jitbox/sandbox"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { TransportError } from "./TransportError.js"
+import * as WireError from "./WireError.js"
+
+/** The protocol version this runtime speaks. @since 0.1.0 @category constants */
+export const version = 1
+
+/** @since 0.1.0 @category constants */
+export const limits = {
+  /** JT-LIM-02: a tool's arguments and its result are each at most this many bytes of JSON. */
+  valueBytes: Protocol.MaxPayloadBytes,
+  /** How deep arrays and objects may nest inside a value (the sandbox's bound too). */
+  valueDepth: Protocol.MaxNestingDepth,
+  /** Levels of the envelope around a value (`{ "request": { "parameters": … } }`). */
+  envelopeDepth: 4
+} as const
+
+const decoder = new TextDecoder("utf-8", { fatal: true })
+
+const decodeError = (subject: string, detail: string) => new TransportError({ reason: "Decode", subject, detail })
+
+/** The UTF-8 length of a string, without allocating. */
+const utf8Length = (text: string): number => {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x80) bytes += 1
+    else if (code < 0x800) bytes += 2
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      bytes += 4
+      i++
+    } else bytes += 3
+  }
+  return bytes
+}
+
+/** Whether `json` is over the JT-LIM-02 bound (cheap when it is clearly under). */
+const overValueBytes = (json: string): boolean => json.length > limits.valueBytes / 3 && utf8Length(json) > limits.valueBytes
+
+/**
+ * A tool's arguments or result as JSON, bounded by JT-LIM-02 and the depth bound; `what` names it
+ * in the error (`"the arguments of 'add'"`). `undefined` is answered as `undefined` (no value).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const encodeValue = (value: unknown, what: string, subject: string): string | undefined | TransportError => {
+  let json: string | undefined
+  try {
+    json = JSON.stringify(value)
+  } catch (error) {
+    return error instanceof RangeError
+      ? new TransportError({ reason: "PayloadTooLarge", subject, detail: `${what}: nested deeper than ${limits.valueDepth} levels` })
+      : new TransportError({ reason: "InvalidArgument", subject, detail: `${what}: not JSON (${error instanceof Error ? error.message : String(error)})` })
+  }
+  if (json === undefined) return undefined
+  if (Protocol.nestsDeeperThan(json, limits.valueDepth)) {
+    return new TransportError({ reason: "PayloadTooLarge", subject, detail: `${what}: nested deeper than ${limits.valueDepth} levels` })
+  }
+  if (overValueBytes(json)) {
+    return new TransportError({
+      reason: "PayloadTooLarge",
+      subject,
+      detail: `${what}: ${utf8Length(json)} bytes of JSON, over the ${limits.valueBytes} allowed (JT-LIM-02)`
+    })
+  }
+  return json
+}
+
+/**
+ * Whether a value already decoded from a message of `messageBytes` bytes is over JT-LIM-02. Only
+ * a message larger than the bound can hold such a value, so smaller ones are never measured.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const valueTooLarge = (value: unknown, messageBytes: number): boolean =>
+  messageBytes > limits.valueBytes && value !== undefined && overValueBytes(JSON.stringify(value) ?? "")
+
+/**
+ * A message as JSON text, from the fields of its envelope (`v` is added). Use `withValue` when a
+ * field is JSON already encoded by `encodeValue`.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const encode = (kind: string, fields: Record<string, unknown> = {}): string => JSON.stringify({ v: version, kind, ...fields })
+
+/**
+ * A message whose `field` is JSON text already bounded by `encodeValue` (spliced in, so a large
+ * value is serialised once); without one the field is left out.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const withValue = (kind: string, fields: Record<string, unknown>, field: string, json: string | undefined): string => {
+  const head = encode(kind, fields)
+  return json === undefined ? head : `${head.slice(0, -1)},${JSON.stringify(field)}:${json}}`
+}
+
+/** `{"v":1,"kind":"ok","value":…}`. @since 0.1.0 @category encoding */
+export const ok = (json?: string): string => withValue("ok", {}, "value", json)
+
+/** `{"v":1,"kind":"error","error":{…}}`. @since 0.1.0 @category encoding */
+export const error = (wireError: WireError.WireError): string => encode("error", { error: WireError.encode(wireError) })
+
+/**
+ * Parses a message's bytes into a JSON value with `v` equal to this version: invalid UTF-8, JSON
+ * nested deeper than any message may be, JSON that does not parse, anything but an object, and
+ * another version are each a `Decode` error.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const parse = (data: Uint8Array, subject: string): Record<string, unknown> | TransportError => {
+  let text: string
+  try {
+    text = decoder.decode(data)
+  } catch {
+    return decodeError(subject, "the message is not UTF-8")
+  }
+  if (Protocol.nestsDeeperThan(text, limits.valueDepth + limits.envelopeDepth)) {
+    return decodeError(subject, `the message nests deeper than ${limits.valueDepth + limits.envelopeDepth} levels`)
+  }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (cause) {
+    return decodeError(subject, `the message is not JSON: ${cause instanceof Error ? cause.message : String(cause)}`)
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    return decodeError(subject, "the message is not a JSON object")
+  }
+  const v = (parsed as { v?: unknown }).v
+  if (v !== version) {
+    return decodeError(subject, `the message is of protocol version ${JSON.stringify(v) ?? "(none)"}; this runtime speaks version ${version}`)
+  }
+  return parsed as Record<string, unknown>
+}
+
+const formatIssue = (error: ParseResult.ParseError): string => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const issue = issues[0]
+  if (issue === undefined) return error.message.slice(0, 500)
+  const path = issue.path.length === 0 ? "the message" : issue.path.map(String).join(".")
+  return `${path}: ${issue.message}`.slice(0, 500)
+}
+
+/**
+ * Parses and decodes a message with `schema`; what does not decode is a `Decode` error naming the
+ * first field at fault.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decode = <A, I>(schema: Schema.Schema<A, I>, data: Uint8Array, subject: string): A | TransportError => {
+  const parsed = parse(data, subject)
+  if (parsed instanceof TransportError) return parsed
+  return decodeParsed(schema, parsed, subject)
+}
+
+/**
+ * Parses a message and decodes it with the schema of its `kind` among `members`; an unknown kind
+ * is a `Decode` error listing the known ones.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decodeKind = <const M extends Record<string, Schema.Schema<any, any>>>(
+  members: M,
+  data: Uint8Array,
+  subject: string
+): Schema.Schema.Type<M[keyof M]> | TransportError => {
+  const parsed = parse(data, subject)
+  if (parsed instanceof TransportError) return parsed
+  const kind = parsed.kind
+  if (typeof kind !== "string" || !Object.hasOwn(members, kind)) {
+    return decodeError(
+      subject,
+      `kind: expected one of ${Object.keys(members).map((known) => JSON.stringify(known)).join(", ")}, got ${
+        (JSON.stringify(kind) ?? "nothing").slice(0, 100)
+      }`
+    )
+  }
+  return decodeParsed(members[kind]!, parsed, subject)
+}
+
+const decoders = new WeakMap<Schema.Schema.Any, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
+
+const decoderOf = <A, I>(schema: Schema.Schema<A, I>): (u: unknown) => Either.Either<A, ParseResult.ParseError> => {
+  let found = decoders.get(schema)
+  if (found === undefined) {
+    found = Schema.decodeUnknownEither(schema)
+    decoders.set(schema, found)
+  }
+  return found as (u: unknown) => Either.Either<A, ParseResult.ParseError>
+}
+
+/** Decodes a parsed message with `schema`. @since 0.1.0 @category decoding */
+export const decodeParsed = <A, I>(schema: Schema.Schema<A, I>, parsed: unknown, subject: string): A | TransportError => {
+  const decoded = decoderOf(schema)(parsed)
+  return Either.isRight(decoded) ? decoded.right : decodeError(subject, formatIssue(decoded.left))
+}

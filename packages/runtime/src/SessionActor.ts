@@ -1,0 +1,193 @@
+/**
+ * One session's harness as an actor: it activates from the `SnapshotStore` (or a template
+ * snapshot, SNAP-03), serves `session.<sid>.call` (tool calls, run concurrently up to
+ * `callConcurrency`) and `session.<sid>.manage` (the application API), and stores every toolbox
+ * change before it acknowledges it, whoever made it: the application (`createTool`, …), the model
+ * (`create_tool`, … as tool calls) or code composing a management tool.
+ *
+ * Changes are serialised by the harness itself (MGMT-15), and a change made inside a change (an
+ * example that calls a management tool) runs as part of it. The actor adds no lock of its own:
+ * its handlers and its saves never wait for the change lock, so nothing it does can deadlock a
+ * change in progress.
+ *
+ * It is a scoped resource: closing its scope stops serving (requests taken finish, up to
+ * `graceMs`), then releases the harness (running calls are cancelled). `Sessions` owns one scope
+ * per active session.
+ *
+ * @since 0.1.0
+ */
+import { Harness, type JitHarness, type JitHarnessOptions, type JitHarnessSnapshot, type Middleware } from "@jitbox/core"
+import type { HarnessError } from "@jitbox/core"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import type * as Scope from "effect/Scope"
+import type * as Ids from "./Ids.js"
+import { Activity } from "./internal/activity.js"
+import { Persister } from "./internal/persister.js"
+import { callHandler, manageHandler } from "./internal/sessionHandlers.js"
+import type { PageOptions, SessionApi } from "./SessionApi.js"
+import * as SnapshotStore from "./SnapshotStore.js"
+import * as Subject from "./Subject.js"
+import * as Transport from "./Transport.js"
+import type { TransportError } from "./TransportError.js"
+
+/** @since 0.1.0 @category models */
+export interface SessionActorOptions {
+  readonly prefix: Subject.Prefix
+  readonly sessionId: Ids.SessionId
+  /** The harness's options (base tools, policy, middleware, …); seams not given here are read from the context, as `Harness.make` does. */
+  readonly harness?: Omit<JitHarnessOptions, "sessionId"> | undefined
+  /** The toolbox a session starts with when the store has none for it (SNAP-03). */
+  readonly template?: JitHarnessSnapshot.JitHarnessSnapshot | undefined
+  /** Tool calls handled at once (default 64); more wait, up to `backlog`, then are answered `Busy`. */
+  readonly callConcurrency?: number | undefined
+  /** Application requests handled at once (default 16); changes among them still run one at a time. */
+  readonly manageConcurrency?: number | undefined
+  /** Requests that may wait for a slot (the transport's default when absent). */
+  readonly backlog?: number | undefined
+  /** How long closing waits for requests taken before answering them `Closed` (the transport's default when absent). */
+  readonly graceMs?: number | undefined
+  /** Asked for by a `forget` message; the host releases the session after the reply. */
+  readonly onForget?: (() => Promise<void>) | undefined
+}
+
+/** @since 0.1.0 @category models */
+export interface SessionActor {
+  readonly sessionId: Ids.SessionId
+  /** The harness itself: an embedded caller calls it directly. Changes made through `api` are stored; the harness's own `createTool`… are not. */
+  readonly harness: JitHarness
+  /** The application API on this harness, in process: changes are stored before they resolve. */
+  readonly api: SessionApi
+  /** Stores the toolbox now. */
+  readonly persist: Effect.Effect<void, JitHarnessSnapshot.SnapshotError>
+  /** Calls and requests running now. */
+  readonly inflight: () => number
+  /** Milliseconds without work at `now` (by the context's `Clock`); 0 while something runs. */
+  readonly idleFor: (now: number) => number
+  /** Whether a request is attached (LIFE-02): its bindings must not be released under it. */
+  readonly pinned: () => boolean
+}
+
+/** Why a session could not be activated. @since 0.1.0 @category errors */
+export type ActivationError = HarnessError.HarnessError | JitHarnessSnapshot.SnapshotError | TransportError
+
+/** @since 0.1.0 @category constants */
+export const defaults = {
+  callConcurrency: 64,
+  manageConcurrency: 16
+} as const
+
+/** The management tools that change the toolbox: their success is stored before the caller sees it. */
+const changeTools: ReadonlySet<string> = new Set(["create_tool", "update_tool", "unload_tool", "load_tool"])
+
+/** Runs an Effect from Promise code; rejects with the typed failure itself (not a FiberFailure). */
+const runner = <R>(runtime: Runtime.Runtime<R>) => {
+  const run = Runtime.runPromiseExit(runtime)
+  return <A, E>(effect: Effect.Effect<A, E, R>): Promise<A> =>
+    run(effect).then((exit) => {
+      if (Exit.isSuccess(exit)) return exit.value
+      throw Cause.squash(exit.cause)
+    })
+}
+
+const page = (options: PageOptions | undefined): { offset?: number; limit?: number } => ({
+  ...(options?.offset === undefined ? {} : { offset: options.offset }),
+  ...(options?.limit === undefined ? {} : { limit: options.limit })
+})
+
+/**
+ * Activates the session and serves it until the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  options: SessionActorOptions
+): Effect.Effect<SessionActor, ActivationError, Scope.Scope | Transport.Transport | SnapshotStore.SnapshotStore> =>
+  Effect.gen(function*() {
+    const transport = yield* Transport.Transport
+    const store = yield* SnapshotStore.SnapshotStore
+    const clock = yield* Effect.clock
+    const run = runner(yield* Effect.runtime<never>())
+    const sessionId = options.sessionId
+
+    const stored = yield* store.load(sessionId)
+    const snapshot = Option.getOrUndefined(stored) ?? options.template
+    const activity = new Activity(() => clock.unsafeCurrentTimeMillis())
+
+    let harness: JitHarness | undefined
+    const save = Effect.suspend(() => store.save(sessionId, harness!.snapshot()))
+    const persister = new Persister(() => run(save))
+    const changed = <A>(pending: Promise<A>): Promise<A> => pending.then((value) => persister.persist().then(() => value))
+    const counted = <A>(f: () => A | Promise<A>): Promise<A> => {
+      activity.begin()
+      let pending: Promise<A>
+      try {
+        pending = Promise.resolve(f())
+      } catch (error) {
+        pending = Promise.reject(error)
+      }
+      pending.then(activity.end, activity.end)
+      return pending
+    }
+
+    // Outermost, so a call counts as work for its whole length, whatever other middleware does.
+    const middleware: Middleware = (call, next) => {
+      activity.begin()
+      let pending: Promise<unknown>
+      try {
+        pending = next()
+      } catch (error) {
+        pending = Promise.reject(error)
+      }
+      if (call.origin === "management" && changeTools.has(call.name)) pending = changed(pending)
+      pending.then(activity.end, activity.end)
+      return pending
+    }
+
+    const built = yield* Harness.makeScoped(
+      { ...options.harness, sessionId, middleware: [middleware, ...(options.harness?.middleware ?? [])] },
+      snapshot
+    )
+    harness = built
+    yield* Effect.tryPromise({ try: () => built.ready, catch: (error) => error as JitHarnessSnapshot.SnapshotError })
+
+    const api: SessionApi = {
+      sessionId,
+      callTool: (name, args, callOptions) => built.callTool(name, args, callOptions),
+      createTool: (request) => counted(() => changed(built.createTool(request))),
+      updateTool: (request) => counted(() => changed(built.updateTool(request))),
+      unloadTool: (name) => counted(() => changed(built.unloadTool(name))),
+      loadTool: (name) => counted(() => changed(built.loadTool(name))),
+      listTools: () => counted(() => built.listTools()),
+      profile: (name, options) => counted(() => built.profile(name, page(options))),
+      toolErrors: (name, options) => counted(() => built.toolErrors(name, page(options))),
+      snapshot: () => counted(() => built.snapshot()),
+      forget: () => options.onForget === undefined ? Promise.resolve() : options.onForget()
+    }
+
+    const serve = { backlog: options.backlog, graceMs: options.graceMs }
+    yield* transport.serve(
+      Subject.sessionCall(options.prefix, sessionId),
+      { ...serve, concurrency: options.callConcurrency ?? defaults.callConcurrency },
+      callHandler(api)
+    )
+    yield* transport.serve(
+      Subject.sessionManage(options.prefix, sessionId),
+      { ...serve, concurrency: options.manageConcurrency ?? defaults.manageConcurrency },
+      manageHandler(api)
+    )
+
+    return {
+      sessionId,
+      harness: built,
+      api,
+      persist: Effect.tryPromise({ try: () => persister.persist(), catch: (error) => error as JitHarnessSnapshot.SnapshotError }),
+      inflight: () => activity.inflight,
+      idleFor: (now) => activity.idleFor(now),
+      pinned: () => built.active
+    }
+  })

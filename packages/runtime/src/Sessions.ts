@@ -1,0 +1,410 @@
+/**
+ * The sessions this process hosts, as actors (`SessionActor`): the runtime's `Sessions`. A
+ * session activates on first use, from the `SnapshotStore` (or the template snapshot): when an
+ * embedded caller uses it (`get(sid)`), or when a remote caller, finding nobody serving
+ * `session.<sid>.call`, asks `sessions.activate` (this host answers in the `sessions` queue
+ * group). It is passivated once it has been idle for `idleTimeout` (no call or request running,
+ * no request attached): its snapshot is stored first, and if that fails it stays active. `forget`
+ * releases it at once (LIFE-06; the stored snapshot stays).
+ *
+ * An embedded caller talks to the harness directly: `get(sid)` answers a `LocalSession` whose
+ * `callTool` is the harness's own, with no message and no Effect on the way. It is both the
+ * core's `Session` (what an agent loop needs) and the runtime's `SessionApi` (what an
+ * application needs), and it stays valid across passivations: its next use activates the session
+ * again.
+ *
+ * Idle time is measured with the context's `Clock`, so a test drives it with `TestClock`.
+ *
+ * @since 0.1.0
+ */
+import { EventFeed, type Exposure, type JitHarnessOptions, type JitHarnessProfile, type JitHarnessSnapshot, type ToolErrorReport } from "@jitbox/core"
+import type { BaseTools, CallOptions, CreateToolRequest, SessionDefinitions, SessionShape, ToolAck, UpdateToolRequest } from "@jitbox/core"
+import { HarnessError, Sessions as CoreSessions } from "@jitbox/core"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Runtime from "effect/Runtime"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as Envelope from "./Envelope.js"
+import * as Ids from "./Ids.js"
+import type { CatalogEntry, PageOptions, SessionApi } from "./SessionApi.js"
+import * as SessionActor from "./SessionActor.js"
+import * as SessionProtocol from "./SessionProtocol.js"
+import type * as SnapshotStore from "./SnapshotStore.js"
+import * as Subject from "./Subject.js"
+import * as Transport from "./Transport.js"
+import { TransportError } from "./TransportError.js"
+import * as WireError from "./WireError.js"
+
+/** @since 0.1.0 @category models */
+export interface SessionsOptions {
+  readonly prefix: Subject.Prefix
+  /** Every session's harness options (base tools, policy, …). */
+  readonly harness?: Omit<JitHarnessOptions, "sessionId"> | undefined
+  /** The toolbox a session starts with when the store has none for it (SNAP-03). */
+  readonly template?: JitHarnessSnapshot.JitHarnessSnapshot | undefined
+  /** How long a session may be idle before it is passivated (default 5 minutes). */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+  /** Whether this host answers `sessions.activate` for remote callers (default true). */
+  readonly activation?: boolean | undefined
+  readonly callConcurrency?: number | undefined
+  readonly manageConcurrency?: number | undefined
+  readonly backlog?: number | undefined
+  readonly graceMs?: number | undefined
+}
+
+/** @since 0.1.0 @category constants */
+export const defaults = {
+  idleTimeout: Duration.minutes(5),
+  /** The queue group of `sessions.activate`. */
+  activationQueue: "sessions"
+} as const
+
+/** @since 0.1.0 @category models */
+export interface SessionsShape extends CoreSessions.SessionsShape {
+  /** The session `sessionId` in this process; a bad id throws `ConfigError`. Activates on first use. */
+  readonly get: (sessionId: string) => LocalSession
+  /** Stores and releases the session's toolbox (LIFE-06); rejects with `SnapshotError` (and keeps it) when it cannot be stored. */
+  readonly forget: (sessionId: string) => Promise<void>
+  /** The session's actor, activated if it is not. */
+  readonly activate: (sessionId: Ids.SessionId) => Effect.Effect<SessionActor.SessionActor, SessionActor.ActivationError>
+  /** Stores and releases the session if it is active and idle (`force`: even if busy); answers whether it did. */
+  readonly passivate: (
+    sessionId: Ids.SessionId,
+    options?: { readonly force?: boolean }
+  ) => Effect.Effect<boolean, JitHarnessSnapshot.SnapshotError>
+  /** The sessions active now. */
+  readonly active: () => ReadonlyArray<Ids.SessionId>
+}
+
+/** @since 0.1.0 @category tags */
+export class Sessions extends Context.Tag("@jitbox/runtime/Sessions")<Sessions, SessionsShape>() {}
+
+type Slot =
+  | { readonly state: "activating"; readonly pending: Promise<SessionActor.SessionActor> }
+  | { readonly state: "active"; readonly actor: SessionActor.SessionActor; readonly scope: Scope.CloseableScope }
+  | { readonly state: "closing"; readonly closed: Promise<void> }
+
+/** What a `LocalSession` needs of its host. */
+interface Host {
+  readonly acquire: (sessionId: Ids.SessionId) => Promise<SessionActor.SessionActor>
+  readonly activeActor: (sessionId: Ids.SessionId) => SessionActor.SessionActor | undefined
+  readonly forget: (sessionId: string) => Promise<void>
+}
+
+/**
+ * A session hosted in this process: the core's `Session` and the runtime's `SessionApi`, on the
+ * harness directly.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class LocalSession implements SessionShape, SessionApi {
+  /** The session's events, across activations (relayed from each harness while someone listens). */
+  private readonly feed: EventFeed.EventFeed
+  private connected: SessionActor.SessionActor | undefined
+
+  constructor(readonly sessionId: Ids.SessionId, private readonly host: Host) {
+    this.feed = new EventFeed.EventFeed(sessionId)
+  }
+
+  /** Resolves once the session is active; rejects with why it cannot be. */
+  get ready(): Promise<void> {
+    return this.host.acquire(this.sessionId).then(() => undefined)
+  }
+
+  private with<A>(f: (actor: SessionActor.SessionActor) => A | Promise<A>): Promise<A> {
+    const actor = this.host.activeActor(this.sessionId)
+    if (actor !== undefined) {
+      try {
+        return Promise.resolve(f(actor))
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    }
+    return this.host.acquire(this.sessionId).then(f)
+  }
+
+  /** Relays the actor's events into the session's feed while the feed has listeners. */
+  relay(actor: SessionActor.SessionActor): void {
+    if (!this.feed.active || this.connected === actor) return
+    this.connected = actor
+    const feed = this.feed
+    const stop = actor.harness.events.listen((event) => {
+      if (feed.active) feed.emit(event)
+      else {
+        stop()
+        this.connected = undefined
+      }
+    })
+  }
+
+  private follow(): void {
+    const actor = this.host.activeActor(this.sessionId)
+    if (actor !== undefined) this.relay(actor)
+  }
+
+  readonly events: SessionShape["events"] = {
+    subscribe: (options) => {
+      const subscription = this.feed.subscribe(options)
+      this.follow()
+      return subscription
+    },
+    listen: (listener) => {
+      const stop = this.feed.listen(listener)
+      this.follow()
+      return stop
+    },
+    stream: (options) => this.feed.stream(options).pipe(Stream.onStart(Effect.sync(() => this.follow())))
+  }
+
+  /** Calls the harness directly once the session is active (no message, no Effect). */
+  callTool(name: string, args?: unknown, options?: CallOptions): Promise<unknown> {
+    const actor = this.host.activeActor(this.sessionId)
+    if (actor !== undefined) return actor.harness.callTool(name, args, options)
+    return this.host.acquire(this.sessionId).then((active) => active.harness.callTool(name, args, options))
+  }
+
+  definitions(protocol: Exposure.ModelProtocol): Promise<SessionDefinitions> {
+    return this.with((actor) => actor.harness.definitions(protocol))
+  }
+
+  /** Binds one request's base tools until `detach`; the session is not passivated while one is attached. */
+  attach(request: object, tools?: BaseTools): Promise<void> {
+    return this.with((actor) => actor.harness.attach(request, tools))
+  }
+
+  detach(request: object): void {
+    this.host.activeActor(this.sessionId)?.harness.detach(request)
+  }
+
+  createTool(request: CreateToolRequest): Promise<ToolAck> {
+    return this.with((actor) => actor.api.createTool(request))
+  }
+
+  updateTool(request: UpdateToolRequest): Promise<ToolAck> {
+    return this.with((actor) => actor.api.updateTool(request))
+  }
+
+  unloadTool(name: string): Promise<ToolAck> {
+    return this.with((actor) => actor.api.unloadTool(name))
+  }
+
+  loadTool(name: string): Promise<ToolAck> {
+    return this.with((actor) => actor.api.loadTool(name))
+  }
+
+  listTools(): Promise<ReadonlyArray<CatalogEntry>> {
+    return this.with((actor) => actor.api.listTools())
+  }
+
+  profile(name?: string, page?: PageOptions): Promise<JitHarnessProfile.JitHarnessProfile> {
+    return this.with((actor) => actor.api.profile(name, page))
+  }
+
+  toolErrors(name?: string, page?: PageOptions): Promise<ToolErrorReport.ToolErrorReport> {
+    return this.with((actor) => actor.api.toolErrors(name, page))
+  }
+
+  snapshot(): Promise<JitHarnessSnapshot.JitHarnessSnapshot> {
+    return this.with((actor) => actor.api.snapshot())
+  }
+
+  forget(): Promise<void> {
+    return this.host.forget(this.sessionId)
+  }
+}
+
+/** Runs an Effect from Promise code; rejects with the typed failure itself. */
+const runner = <R>(runtime: Runtime.Runtime<R>) => {
+  const run = Runtime.runPromiseExit(runtime)
+  return <A, E>(effect: Effect.Effect<A, E, R>): Promise<A> =>
+    run(effect).then((exit) => {
+      if (Exit.isSuccess(exit)) return exit.value
+      throw Cause.squash(exit.cause)
+    })
+}
+
+/**
+ * A host of sessions, serving until the scope closes; closing it closes every session it holds
+ * (without storing them again: every change was stored when it was made).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  options: SessionsOptions
+): Effect.Effect<SessionsShape, TransportError, Scope.Scope | Transport.Transport | SnapshotStore.SnapshotStore> =>
+  Effect.gen(function*() {
+    // The sessions' scopes are children of this one, closed last: after the host stops taking work.
+    const hostScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+    const transport = yield* Transport.Transport
+    const context = yield* Effect.context<Transport.Transport | SnapshotStore.SnapshotStore>()
+    const run = runner(yield* Effect.runtime<never>())
+    const idleMs = Duration.toMillis(Duration.decode(options.idleTimeout ?? defaults.idleTimeout))
+    const slots = new Map<Ids.SessionId, Slot>()
+    let closed = false
+    const locals = new Map<Ids.SessionId, LocalSession>()
+
+    const activeActor = (sessionId: Ids.SessionId): SessionActor.SessionActor | undefined => {
+      if (closed) return undefined
+      const slot = slots.get(sessionId)
+      return slot?.state === "active" ? slot.actor : undefined
+    }
+
+    const start = (sessionId: Ids.SessionId) =>
+      Effect.uninterruptible(Effect.gen(function*() {
+        const scope = yield* Scope.fork(hostScope, ExecutionStrategy.sequential)
+        const exit = yield* SessionActor.make({
+          prefix: options.prefix,
+          sessionId,
+          harness: options.harness,
+          template: options.template,
+          callConcurrency: options.callConcurrency,
+          manageConcurrency: options.manageConcurrency,
+          backlog: options.backlog,
+          graceMs: options.graceMs,
+          onForget: () => forgetFromWire(sessionId)
+        }).pipe(Scope.extend(scope), Effect.provide(context), Effect.exit)
+        if (Exit.isFailure(exit)) {
+          yield* Scope.close(scope, exit)
+          return yield* Effect.failCause(exit.cause)
+        }
+        return { actor: exit.value, scope }
+      }))
+
+    const acquire = (sessionId: Ids.SessionId): Promise<SessionActor.SessionActor> => {
+      if (closed) return Promise.reject(new HarnessError.HarnessReleased({ sessionId, operation: "activating the session" }))
+      const slot = slots.get(sessionId)
+      if (slot?.state === "active") return Promise.resolve(slot.actor)
+      if (slot?.state === "activating") return slot.pending
+      if (slot?.state === "closing") return slot.closed.then(() => acquire(sessionId))
+      const started = run(start(sessionId))
+      const pending = started.then(({ actor }) => actor)
+      const activating: Slot = { state: "activating", pending }
+      slots.set(sessionId, activating)
+      started.then(({ actor, scope }) => {
+        if (slots.get(sessionId) === activating) slots.set(sessionId, { state: "active", actor, scope })
+        locals.get(sessionId)?.relay(actor)
+      }, () => {
+        if (slots.get(sessionId) === activating) slots.delete(sessionId)
+      })
+      return pending
+    }
+
+    /** Stores (unless `stored`), then closes, an active session; `stillIdle` is asked again after the save. */
+    const release = (sessionId: Ids.SessionId, stillIdle: (actor: SessionActor.SessionActor) => boolean, stored = false) =>
+      Effect.gen(function*() {
+        const slot = slots.get(sessionId)
+        if (slot?.state !== "active" || !stillIdle(slot.actor)) return false
+        if (!stored) yield* slot.actor.persist
+        if (slots.get(sessionId) !== slot || !stillIdle(slot.actor)) return false
+        let closed!: () => void
+        const closing: Slot = { state: "closing", closed: new Promise<void>((resolve) => closed = resolve) }
+        slots.set(sessionId, closing)
+        yield* Scope.close(slot.scope, Exit.void)
+        if (slots.get(sessionId) === closing) slots.delete(sessionId)
+        closed()
+        return true
+      }).pipe(Effect.uninterruptible)
+
+    const idle = (actor: SessionActor.SessionActor, now: number) => !actor.pinned() && actor.idleFor(now) >= idleMs
+
+    const passivate = (sessionId: Ids.SessionId, passivateOptions?: { readonly force?: boolean }) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        release(sessionId, (actor) => passivateOptions?.force === true || idle(actor, now)))
+
+    const forget = async (sessionId: string): Promise<void> => {
+      const id = Ids.sessionId(sessionId)
+      for (;;) {
+        const slot = slots.get(id)
+        if (slot === undefined) return
+        if (slot.state === "activating") await slot.pending.catch(() => undefined)
+        else if (slot.state === "closing") await slot.closed
+        else {
+          await run(release(id, () => true))
+          return
+        }
+      }
+    }
+
+    /**
+     * A `forget` message: store now and answer, then close in the background. Closing waits for
+     * the requests taken to finish, and the `forget` request itself is one of them.
+     */
+    const forgetFromWire = async (sessionId: Ids.SessionId): Promise<void> => {
+      const actor = activeActor(sessionId)
+      if (actor === undefined) return
+      await run(actor.persist)
+      await run(Effect.forkIn(release(sessionId, () => true, true), hostScope))
+    }
+
+    // Passivation: a sweep every quarter of the idle timeout (between 100 ms and 30 s).
+    const sweepEvery = Math.min(30_000, Math.max(100, idleMs / 4))
+    const sweep = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      for (const [sessionId, slot] of [...slots]) {
+        if (slot.state !== "active" || !idle(slot.actor, now)) continue
+        yield* release(sessionId, (actor) => idle(actor, now)).pipe(
+          Effect.catchAll((error) =>
+            Effect.logWarning(`session ${sessionId} stays active: its snapshot could not be stored (${error.message})`)
+          )
+        )
+      }
+    })
+    yield* Effect.forkScoped(Effect.interruptible(Effect.forever(Effect.zipRight(Effect.sleep(sweepEvery), sweep))))
+
+    if (options.activation !== false) {
+      yield* transport.serve(
+        Subject.sessionsActivate(options.prefix),
+        { queue: defaults.activationQueue, concurrency: 16, backlog: options.backlog, graceMs: options.graceMs },
+        (request) => {
+          const message = Envelope.decode(SessionProtocol.ActivateRequest, request.data, request.subject)
+          if (message instanceof TransportError) return Envelope.error(message)
+          return acquire(message.session_id).then(
+            () => Envelope.ok(),
+            (thrown) => Envelope.error(WireError.fromThrown("activate", thrown))
+          )
+        }
+      )
+    }
+
+    // Runs first when the host closes: nothing activates while its sessions are being closed.
+    yield* Effect.addFinalizer(() => Effect.sync(() => closed = true))
+
+    const host: Host = { acquire, activeActor, forget }
+    const get = (sessionId: string): LocalSession => {
+      const id = Ids.sessionId(sessionId)
+      let local = locals.get(id)
+      if (local === undefined) {
+        local = new LocalSession(id, host)
+        locals.set(id, local)
+      }
+      return local
+    }
+
+    return {
+      get,
+      forget,
+      activate: (sessionId) => Effect.tryPromise({ try: () => acquire(sessionId), catch: (error) => error as SessionActor.ActivationError }),
+      passivate,
+      active: () => closed ? [] : [...slots].flatMap(([sessionId, slot]) => slot.state === "active" ? [sessionId] : [])
+    }
+  })
+
+/**
+ * The runtime's `Sessions`, also as the core's `Sessions` (so an agent's extension can use it).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  options: SessionsOptions
+): Layer.Layer<Sessions | CoreSessions.Sessions, TransportError, Transport.Transport | SnapshotStore.SnapshotStore> =>
+  Layer.scopedContext(Effect.map(make(options), (host) => Context.make(Sessions, host).pipe(Context.add(CoreSessions.Sessions, host))))

@@ -1,0 +1,102 @@
+/**
+ * The snapshot stores: what one saves another load of the same store reads back, both decode with
+ * the snapshot's schema and bound the size they keep, and the file layer writes atomically and
+ * refuses an oversized file before reading it whole.
+ */
+import { JitHarnessSnapshot } from "@jitbox/core"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Ids from "../src/Ids.js"
+import * as SnapshotStore from "../src/SnapshotStore.js"
+
+const sid = Ids.sessionId("s1")
+
+const snapshot: JitHarnessSnapshot.JitHarnessSnapshot = {
+  format_version: 1,
+  tools: [{ name: "twice", language: "javascript", entrypoint: "twice", source: "export const twice = 1\n" }],
+  text_tools: [{ name: "notes", description: "Notes.", markdown: "# Notes" }],
+  base_tools: ["add"],
+  unloaded_tools: ["notes"]
+}
+
+const temporaryDirectory = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-store-"))),
+  (directory) => Effect.sync(() => fs.rmSync(directory, { recursive: true, force: true }))
+)
+
+const stores = {
+  memory: (maxBytes?: number) => Effect.succeed(SnapshotStore.makeMemory({ maxBytes })),
+  file: (maxBytes?: number) => Effect.flatMap(temporaryDirectory, (directory) => SnapshotStore.makeFile({ directory, maxBytes }))
+}
+
+describe("SnapshotStore", () => {
+  for (const [name, make] of Object.entries(stores)) {
+    it.scoped(`${name}: what is saved loads back; a session never saved has none; remove deletes`, () =>
+      Effect.gen(function*() {
+        const store = yield* make()
+        assert.isTrue(Option.isNone(yield* store.load(sid)))
+        yield* store.save(sid, snapshot)
+        assert.deepStrictEqual(Option.getOrThrow(yield* store.load(sid)), snapshot)
+        yield* store.save(sid, { ...snapshot, unloaded_tools: [] })
+        assert.deepStrictEqual(Option.getOrThrow(yield* store.load(sid)).unloaded_tools, [])
+        yield* store.remove(sid)
+        yield* store.remove(sid)
+        assert.isTrue(Option.isNone(yield* store.load(sid)))
+      }))
+
+    it.scoped(`${name}: a snapshot over maxBytes, or one the schema refuses, is not stored`, () =>
+      Effect.gen(function*() {
+        const store = yield* make(2_000)
+        yield* store.save(sid, snapshot)
+        const large = { ...snapshot, text_tools: [{ name: "notes", description: "Notes.", markdown: "x".repeat(3_000) }] }
+        const tooLarge = yield* Effect.flip(store.save(sid, large))
+        assert.strictEqual(tooLarge.reason, "Invalid")
+        assert.include(tooLarge.detail, "at most 2000")
+        const invalid = yield* Effect.flip(store.save(sid, { ...snapshot, tools: [{ ...snapshot.tools[0]!, name: "bad name" }] }))
+        assert.strictEqual(invalid.reason, "Invalid")
+        assert.deepStrictEqual(Option.getOrThrow(yield* store.load(sid)), snapshot)
+      }))
+  }
+
+  it.scoped("file: one JSON file per session, written atomically (no temporary file left), readable by JitHarnessSnapshot.load", () =>
+    Effect.gen(function*() {
+      const directory = path.join(yield* temporaryDirectory, "nested", "sessions")
+      const store = yield* SnapshotStore.makeFile({ directory })
+      yield* store.save(sid, snapshot)
+      yield* store.save(Ids.sessionId("s-2"), snapshot)
+      assert.deepStrictEqual(fs.readdirSync(directory).sort(), ["s-2.json", "s1.json"])
+      assert.deepStrictEqual(yield* Effect.promise(() => JitHarnessSnapshot.load(path.join(directory, "s1.json"))), snapshot)
+      // Another store over the same directory (another process, say) reads it.
+      const other = yield* SnapshotStore.makeFile({ directory })
+      assert.deepStrictEqual(Option.getOrThrow(yield* other.load(sid)), snapshot)
+    }))
+
+  it.scoped("file: a file over maxBytes is refused before it is read, a file that does not decode is Invalid naming it", () =>
+    Effect.gen(function*() {
+      const directory = yield* temporaryDirectory
+      const store = yield* SnapshotStore.makeFile({ directory, maxBytes: 4_096 })
+      fs.writeFileSync(path.join(directory, "big.json"), " ".repeat(1_000_000))
+      const big = yield* Effect.flip(store.load(Ids.sessionId("big")))
+      assert.strictEqual(big.reason, "Invalid")
+      assert.include(big.detail, "1000000 bytes")
+      fs.writeFileSync(path.join(directory, "bad.json"), JSON.stringify({ format_version: 1, tools: "none" }))
+      const bad = yield* Effect.flip(store.load(Ids.sessionId("bad")))
+      assert.strictEqual(bad.reason, "Invalid")
+      assert.strictEqual(bad.path, path.join(directory, "bad.json"))
+      fs.writeFileSync(path.join(directory, "deep.json"), `{"format_version":1,"tools":${"[".repeat(3_000)}${"]".repeat(3_000)}}`)
+      assert.strictEqual((yield* Effect.flip(store.load(Ids.sessionId("deep")))).reason, "Invalid")
+    }))
+
+  it.scoped("file: a directory that cannot be made fails the layer with SnapshotError", () =>
+    Effect.gen(function*() {
+      const directory = yield* temporaryDirectory
+      fs.writeFileSync(path.join(directory, "file"), "")
+      const error = yield* Effect.flip(SnapshotStore.makeFile({ directory: path.join(directory, "file", "sub") }))
+      assert.strictEqual(error._tag, "SnapshotError")
+      assert.strictEqual(error.reason, "Io")
+    }))
+})
