@@ -18,11 +18,8 @@
  */
 import { Harness, type JitHarness, type JitHarnessOptions, type JitHarnessSnapshot, type Middleware } from "@jitbox/core"
 import type { HarnessError } from "@jitbox/core"
-import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import type * as Ids from "./Ids.js"
 import { Activity } from "./internal/activity.js"
@@ -33,6 +30,7 @@ import * as SnapshotStore from "./SnapshotStore.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import type { TransportError } from "./TransportError.js"
+import { promiseRunner } from "./internal/promiseRunner.js"
 
 /** @since 0.1.0 @category models */
 export interface SessionActorOptions {
@@ -83,15 +81,6 @@ export const defaults = {
 /** The management tools that change the toolbox: their success is stored before the caller sees it. */
 const changeTools: ReadonlySet<string> = new Set(["create_tool", "update_tool", "unload_tool", "load_tool"])
 
-/** Runs an Effect from Promise code; rejects with the typed failure itself (not a FiberFailure). */
-const runner = <R>(runtime: Runtime.Runtime<R>) => {
-  const run = Runtime.runPromiseExit(runtime)
-  return <A, E>(effect: Effect.Effect<A, E, R>): Promise<A> =>
-    run(effect).then((exit) => {
-      if (Exit.isSuccess(exit)) return exit.value
-      throw Cause.squash(exit.cause)
-    })
-}
 
 const page = (options: PageOptions | undefined): { offset?: number; limit?: number } => ({
   ...(options?.offset === undefined ? {} : { offset: options.offset }),
@@ -111,7 +100,7 @@ export const make = (
     const transport = yield* Transport.Transport
     const store = yield* SnapshotStore.SnapshotStore
     const clock = yield* Effect.clock
-    const run = runner(yield* Effect.runtime<never>())
+    const run = promiseRunner(yield* Effect.runtime<never>())
     const sessionId = options.sessionId
 
     const stored = yield* store.load(sessionId)

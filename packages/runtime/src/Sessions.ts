@@ -20,7 +20,6 @@
 import { EventFeed, type Exposure, type JitHarnessOptions, type JitHarnessProfile, type JitHarnessSnapshot, type ToolErrorReport } from "@jitbox/core"
 import type { BaseTools, CallOptions, CreateToolRequest, SessionDefinitions, SessionShape, ToolAck, UpdateToolRequest } from "@jitbox/core"
 import { HarnessError, Sessions as CoreSessions } from "@jitbox/core"
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -28,7 +27,6 @@ import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
@@ -41,6 +39,7 @@ import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
 import * as WireError from "./WireError.js"
+import { promiseRunner } from "./internal/promiseRunner.js"
 
 /** @since 0.1.0 @category models */
 export interface SessionsOptions {
@@ -221,15 +220,6 @@ export class LocalSession implements SessionShape, SessionApi {
   }
 }
 
-/** Runs an Effect from Promise code; rejects with the typed failure itself. */
-const runner = <R>(runtime: Runtime.Runtime<R>) => {
-  const run = Runtime.runPromiseExit(runtime)
-  return <A, E>(effect: Effect.Effect<A, E, R>): Promise<A> =>
-    run(effect).then((exit) => {
-      if (Exit.isSuccess(exit)) return exit.value
-      throw Cause.squash(exit.cause)
-    })
-}
 
 /**
  * A host of sessions, serving until the scope closes; closing it closes every session it holds
@@ -246,7 +236,7 @@ export const make = (
     const hostScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
     const transport = yield* Transport.Transport
     const context = yield* Effect.context<Transport.Transport | SnapshotStore.SnapshotStore>()
-    const run = runner(yield* Effect.runtime<never>())
+    const run = promiseRunner(yield* Effect.runtime<never>())
     const idleMs = Duration.toMillis(Duration.decode(options.idleTimeout ?? defaults.idleTimeout))
     const slots = new Map<Ids.SessionId, Slot>()
     let closed = false
