@@ -48,6 +48,8 @@ export interface RemoteCodeRunnerOptions {
   readonly timeoutMs?: number | undefined
   /** The pause before sending again an invocation every worker answered `Busy` (default 5 ms). */
   readonly busyRetryMs?: number | undefined
+  /** How long past a call's deadline its answer is awaited, so the harness and the worker report the timeout (default 2 000 ms). */
+  readonly deadlineGraceMs?: number | undefined
   /** Nested calls from workers handled at once per session (default 64). */
   readonly nestedConcurrency?: number | undefined
 }
@@ -59,6 +61,7 @@ export const defaults = {
   activateTimeoutMs: 60_000,
   timeoutMs: 300_000,
   busyRetryMs: 5,
+  deadlineGraceMs: 2_000,
   nestedConcurrency: 64
 } as const
 
@@ -181,9 +184,14 @@ export const make = (
       }
     }
 
-    const request = async (subject: Subject.Subject, body: string, deadline: number, signal?: AbortSignal): Promise<unknown> => {
+    /**
+     * Sends until an answer other than `Busy` comes or `deadline` passes. The last wait lasts
+     * `graceMs` past the deadline: the harness's own timer (the signal) and the worker's answer
+     * say what happened at the deadline, not the transport's timeout racing them.
+     */
+    const request = async (subject: Subject.Subject, body: string, deadline: number, graceMs: number, signal?: AbortSignal): Promise<unknown> => {
       for (;;) {
-        const timeoutMs = Math.max(1, deadline - clock.unsafeCurrentTimeMillis())
+        const timeoutMs = Math.max(1, deadline + graceMs - clock.unsafeCurrentTimeMillis())
         try {
           const reply = await transport.request(subject, body, { timeoutMs, signal })
           const answer = valueOf(reply, subject)
@@ -220,7 +228,7 @@ export const make = (
         await entry.serving
         const subject = Subject.workerInvoke(prefix, pool, source.language)
         const deadline = clock.unsafeCurrentTimeMillis() + (options.activateTimeoutMs ?? defaults.activateTimeoutMs)
-        const metadata = await request(subject, Envelope.encode("activate", registered.fields), deadline)
+        const metadata = await request(subject, Envelope.encode("activate", registered.fields), deadline, 0)
         const decoded = Envelope.decodeParsed(WorkerProtocol.Metadata, metadata, subject)
         if (decoded instanceof TransportError) throw decoded
         return decoded as CodeRunner.CodeToolMetadata
@@ -262,7 +270,13 @@ export const make = (
       }
       signal?.addEventListener("abort", onAbort, { once: true })
       try {
-        return await request(subject, body, now + (timeoutMs ?? options.timeoutMs ?? defaults.timeoutMs), signal)
+        return await request(
+          subject,
+          body,
+          now + (timeoutMs ?? options.timeoutMs ?? defaults.timeoutMs),
+          timeoutMs === null ? 0 : options.deadlineGraceMs ?? defaults.deadlineGraceMs,
+          signal
+        )
       } finally {
         signal?.removeEventListener("abort", onAbort)
       }
