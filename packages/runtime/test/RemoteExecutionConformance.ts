@@ -76,7 +76,7 @@ const slowJs = `export const slow = tool({
   parameters: { type: "object", properties: { ms: { type: "number" } }, required: ["ms"] }
 }, async ({ ms }) => { await harness.callTool("note", {}); await new Promise((resolve) => setTimeout(resolve, ms)); return "slow" })`
 
-const waitUntil = (what: string, check: () => boolean, ms = 20_000): Effect.Effect<void> =>
+export const waitUntil = (what: string, check: () => boolean, ms = 20_000): Effect.Effect<void> =>
   Effect.promise(async () => {
     const deadline = Date.now() + ms
     while (!check()) {
@@ -107,12 +107,12 @@ const alive = (pid: number): boolean => {
 
 /** Every pid a worker ever reported, to check at the end that none is left. */
 const seen = new Set<number>()
-const track = (worker: Worker.Worker) => {
+export const track = (worker: Worker.Worker) => {
   for (const pid of worker.processes()) seen.add(pid)
 }
 
 /** A worker in its own scope, so a test can close it while the session keeps going. */
-const startWorker = (context: Context.Context<Transport.Transport>, prefix: Subject.Prefix, options: Partial<Worker.WorkerOptions> = {}) =>
+export const startWorker = (context: Context.Context<Transport.Transport>, prefix: Subject.Prefix, options: Partial<Worker.WorkerOptions> = {}) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const worker = yield* Worker.make({ prefix, sandbox, ...options }).pipe(Effect.provide(context), Scope.extend(scope))
@@ -120,11 +120,15 @@ const startWorker = (context: Context.Context<Transport.Transport>, prefix: Subj
   })
 
 /** A transport, a host of sessions whose code runs remotely, and one worker. */
-const setup = (makeLayer: () => Layer.Layer<Transport.Transport>, policy?: Record<string, unknown>) =>
+export const setup = (
+  makeLayer: () => Layer.Layer<Transport.Transport>,
+  policy?: Record<string, unknown>,
+  workerOptions: Partial<Worker.WorkerOptions> = {}
+) =>
   Effect.gen(function*() {
     const prefix = freshPrefix()
     const context = yield* Layer.build(Layer.merge(makeLayer(), SnapshotStore.layerMemory()))
-    const worker = yield* startWorker(context, prefix)
+    const worker = yield* startWorker(context, prefix, workerOptions)
     yield* Effect.addFinalizer(() => worker.close)
     const runner = yield* Layer.build(RemoteCodeRunner.layer({ prefix })).pipe(Effect.provide(context))
     const sessions = yield* Sessions.make({
