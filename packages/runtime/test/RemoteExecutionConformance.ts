@@ -121,7 +121,7 @@ export const startWorker = (context: Context.Context<Transport.Transport>, prefi
 
 /** A transport, a host of sessions whose code runs remotely, and one worker. */
 export const setup = (
-  makeLayer: () => Layer.Layer<Transport.Transport>,
+  makeLayer: () => Layer.Layer<Transport.Transport, unknown>,
   policy?: Record<string, unknown>,
   workerOptions: Partial<Worker.WorkerOptions> = {}
 ) =>
@@ -139,7 +139,7 @@ export const setup = (
     return { prefix, context, worker: worker.worker, sessions }
   })
 
-export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.Layer<Transport.Transport>) =>
+export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.Layer<Transport.Transport, unknown>) =>
   describe(`code tools on workers over ${name}`, () => {
     it.live("a JavaScript tool runs on a worker; its package is fetched once", () =>
       Effect.gen(function*() {
