@@ -143,4 +143,33 @@ describe("a worker in another process", () => {
       second.kill("SIGTERM")
       assert.strictEqual(yield* exited(second), 0)
     }).pipe(Effect.scoped), 90_000)
+
+  it.live("a worker killed outright (SIGKILL) mid-invocation: the call fails WorkerLost, the next runs on another worker", () =>
+    Effect.gen(function*() {
+      const namespace = `kill_${Math.random().toString(36).slice(2, 8)}`
+      const prefix = Subject.prefix(Ids.namespace(namespace))
+      const first = yield* workerProcess(namespace, 300)
+      const context = yield* Layer.build(Layer.merge(NatsTransport.layer({ servers: server!.url }), SnapshotStore.layerMemory()))
+      const runner = yield* Layer.build(RemoteCodeRunner.layer({ prefix })).pipe(Effect.provide(context))
+      const sessions = yield* Sessions.make({ prefix, harness: { tools: [add, note], codeExecution: "sandboxed" }, idleTimeout: "10 minutes" })
+        .pipe(Effect.provide(Context.merge(context, runner)))
+      const session = sessions.get("s1")
+      yield* Effect.promise(() => session.createTool({ entrypoint: "slow", language: "javascript", source: slowJs }))
+      const before = started.length
+      const pending = session.callTool("slow", { ms: 60_000 })
+      pending.catch(() => {})
+      yield* waitUntil("the slow tool runs", () => started.length > before)
+      const tree = descendants(first.pid!)
+      const second = yield* workerProcess(namespace, 300)
+      first.kill("SIGKILL")
+      const error = yield* Effect.promise(() => pending.then(() => undefined, (error: unknown) => error))
+      assert.strictEqual((error as { _tag?: string })._tag, "TransportError", String(error))
+      assert.strictEqual((error as { reason?: string }).reason, "WorkerLost", String(error))
+      const profile = yield* Effect.promise(() => session.profile("slow"))
+      assert.strictEqual(profile.calls.at(-1)?.status, "failed")
+      assert.strictEqual(yield* Effect.promise(() => session.callTool("slow", { ms: 1 })), "slow")
+      yield* waitUntil("every process of the killed worker is gone", () => tree.every((pid) => !alive(pid)), 10_000)
+      second.kill("SIGTERM")
+      assert.strictEqual(yield* exited(second), 0)
+    }).pipe(Effect.scoped), 90_000)
 })

@@ -26,6 +26,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import { attempt, failed, okValue, valueOf } from "./internal/replies.js"
@@ -50,6 +51,10 @@ export interface RemoteCodeRunnerOptions {
   readonly busyRetryMs?: number | undefined
   /** How long past a call's deadline its answer is awaited, so the harness and the worker report the timeout (default 2 000 ms). */
   readonly deadlineGraceMs?: number | undefined
+  /** The workers' heartbeat interval (default 1 000 ms); a call not heard of for `heartbeatMisses` intervals fails `WorkerLost`. */
+  readonly heartbeatMs?: number | undefined
+  /** Heartbeats an invocation may miss (default 3). */
+  readonly heartbeatMisses?: number | undefined
   /** Nested calls from workers handled at once per session (default 64). */
   readonly nestedConcurrency?: number | undefined
 }
@@ -78,11 +83,18 @@ interface Registered {
   }
 }
 
+interface Watched {
+  lastHeard: number
+  readonly lost: AbortController
+}
+
 interface SessionEntry {
   host: CodeRunner.CallHost
   /** Package bytes by version id, with how many activations hold each. */
   readonly packages: Map<string, { readonly bytes: Uint8Array; holders: number }>
   readonly activations: Set<string>
+  /** Invocations in flight, by call id: when a worker last said it runs them. */
+  readonly watched: Map<string, Watched>
   readonly scope: Scope.CloseableScope
   readonly serving: Promise<void>
 }
@@ -115,6 +127,8 @@ export const make = (
     const pool = Ids.poolName(options.pool ?? defaults.pool)
     const languages = options.languages ?? defaults.languages
     const busyRetryMs = options.busyRetryMs ?? defaults.busyRetryMs
+    const heartbeatMs = options.heartbeatMs ?? WorkerProtocol.heartbeatDefaults.intervalMs
+    const heartbeatMisses = options.heartbeatMisses ?? WorkerProtocol.heartbeatDefaults.misses
     const sessions = new Map<string, SessionEntry>()
     const activations = new Map<string, Registered>()
 
@@ -155,8 +169,20 @@ export const make = (
         return found
       }
       const scope = Effect.runSync(Scope.fork(outer, ExecutionStrategy.sequential))
-      const entry: SessionEntry = { host, packages: new Map(), activations: new Set(), scope, serving: undefined as never }
+      const entry: SessionEntry = { host, packages: new Map(), activations: new Set(), watched: new Map(), scope, serving: undefined as never }
+      const heartbeats = Effect.flatMap(transport.subscribe(Subject.sessionHeartbeat(prefix, sessionId)), (stream) =>
+        Effect.forkScoped(Effect.ignore(Stream.runForEach(stream, (message) =>
+          Effect.sync(() => {
+            const beat = Envelope.decode(WorkerProtocol.Heartbeat, message.data, message.subject)
+            if (beat instanceof TransportError) return
+            const now = Date.now()
+            for (const callId of beat.call_ids) {
+              const watched = entry.watched.get(callId)
+              if (watched !== undefined) watched.lastHeard = now
+            }
+          })))))
       const serve = Effect.all([
+        heartbeats,
         transport.serve(Subject.sessionPackage(prefix, sessionId), { concurrency: 8 }, packageHandler(entry)),
         transport.serve(
           Subject.sessionNested(prefix, sessionId),
@@ -189,14 +215,24 @@ export const make = (
      * `graceMs` past the deadline: the harness's own timer (the signal) and the worker's answer
      * say what happened at the deadline, not the transport's timeout racing them.
      */
-    const request = async (subject: Subject.Subject, body: string, deadline: number, graceMs: number, signal?: AbortSignal): Promise<unknown> => {
+    const request = async (
+      subject: Subject.Subject,
+      body: string,
+      deadline: number,
+      graceMs: number,
+      signal?: AbortSignal,
+      watched?: Watched
+    ): Promise<unknown> => {
       for (;;) {
+        if (watched !== undefined) watched.lastHeard = Date.now()
         const timeoutMs = Math.max(1, deadline + graceMs - clock.unsafeCurrentTimeMillis())
         try {
           const reply = await transport.request(subject, body, { timeoutMs, signal })
           const answer = valueOf(reply, subject)
           return "value" in answer ? answer.value : rethrow(answer)
         } catch (error) {
+          const lost: unknown = watched?.lost.signal.reason
+          if (lost instanceof TransportError && lost.reason === "WorkerLost") throw lost
           const busy = error instanceof TransportError && error.reason === "Busy"
           if (!busy || signal?.aborted === true || clock.unsafeCurrentTimeMillis() + busyRetryMs >= deadline) throw error
           await sleep(busyRetryMs)
@@ -269,15 +305,36 @@ export const make = (
         }
       }
       signal?.addEventListener("abort", onAbort, { once: true })
+      const entry = sessions.get(registered.sessionId)
+      const lost = new AbortController()
+      const watched: Watched = { lastHeard: Date.now(), lost }
+      entry?.watched.set(context.callId, watched)
+      const onCallerAbort = () => lost.abort()
+      if (signal?.aborted === true) lost.abort()
+      signal?.addEventListener("abort", onCallerAbort, { once: true })
+      const watchdog = setInterval(() => {
+        if (Date.now() - watched.lastHeard <= heartbeatMs * heartbeatMisses) return
+        lost.abort(
+          new TransportError({
+            reason: "WorkerLost",
+            subject,
+            detail: `no heartbeat for '${invocation.toolName}' (call ${context.callId}) in ${heartbeatMs * heartbeatMisses} ms: the worker died or lost its connection`
+          })
+        )
+      }, heartbeatMs)
       try {
         return await request(
           subject,
           body,
           now + (timeoutMs ?? options.timeoutMs ?? defaults.timeoutMs),
           timeoutMs === null ? 0 : options.deadlineGraceMs ?? defaults.deadlineGraceMs,
-          signal
+          lost.signal,
+          watched
         )
       } finally {
+        clearInterval(watchdog)
+        if (entry?.watched.get(context.callId) === watched) entry.watched.delete(context.callId)
+        signal?.removeEventListener("abort", onCallerAbort)
         signal?.removeEventListener("abort", onAbort)
       }
     }

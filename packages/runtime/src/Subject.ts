@@ -76,6 +76,9 @@ export const sessionNested = (prefix: Prefix, session: Ids.SessionId): Subject =
  */
 export const sessionPackage = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.session.${session}.package`)
 
+/** Heartbeats of the workers running a session's invocations (published). @since 0.1.0 @category subjects */
+export const sessionHeartbeat = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.session.${session}.heartbeat`)
+
 /**
  * Where a caller asks the session hosts (in one queue group) to activate a session that nobody
  * serves: a request to `session.<sid>.call` that finds no responder is followed by one here.

@@ -57,6 +57,8 @@ export interface WorkerOptions {
   readonly fetchTimeoutMs?: number | undefined
   /** Nested calls of an invocation without a deadline wait at most this long (default 300 000 ms). */
   readonly nestedTimeoutMs?: number | undefined
+  /** How often the worker tells each session which of its calls it runs (default 1 000 ms; sessions expect the same). */
+  readonly heartbeatMs?: number | undefined
   /** The sandbox's options (isolation, limits, warm pool). */
   readonly sandbox?: SandboxConfig.SandboxOptions | undefined
 }
@@ -95,6 +97,8 @@ interface CacheEntry {
 }
 
 interface Running {
+  readonly sessionId: string
+  readonly callId: string
   readonly controller: AbortController
   readonly deadline: number | null
 }
@@ -241,7 +245,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       const abort = () => controller.abort()
       drained.addEventListener("abort", abort, { once: true })
       const timer = deadline === null ? undefined : setTimeout(abort, Math.max(0, deadline - Date.now()))
-      running.set(runningKey, { controller, deadline })
+      running.set(runningKey, { sessionId: request.session_id, callId: request.call_id, controller, deadline })
       try {
         await entry.ready
         const result = await sandbox.invoke(
@@ -298,6 +302,29 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       ),
       Effect.ignore,
       Effect.forkScoped
+    )
+
+    const heartbeat = () => {
+      const bySession = new Map<string, Array<string>>()
+      for (const call of running.values()) {
+        const calls = bySession.get(call.sessionId)
+        if (calls === undefined) bySession.set(call.sessionId, [call.callId])
+        else calls.push(call.callId)
+      }
+      for (const [sessionId, callIds] of bySession) {
+        try {
+          transport.publish(
+            Subject.sessionHeartbeat(prefix, Ids.sessionId(sessionId)),
+            Envelope.encode("heartbeat", { worker_id: workerId, call_ids: callIds })
+          )
+        } catch {
+          // the transport is closing: the sessions will notice the silence
+        }
+      }
+    }
+    yield* Effect.acquireRelease(
+      Effect.sync(() => setInterval(heartbeat, options.heartbeatMs ?? WorkerProtocol.heartbeatDefaults.intervalMs)),
+      (timer) => Effect.sync(() => clearInterval(timer))
     )
 
     for (const language of languages) {

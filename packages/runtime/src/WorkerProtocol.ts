@@ -9,6 +9,7 @@
  * | `session.<sid>.package` | `package` {version_id, chunk} | `{chunks, data}`: chunk `chunk` of `chunks` (base64) |
  * | `session.<sid>.nested` | `nested` {parent_call_id, name, args} | the nested call's result |
  * | `workers.cancel` (published) | `cancel` {session_id, call_id} | none |
+ * | `session.<sid>.heartbeat` (published) | `heartbeat` {worker_id, call_ids} | none |
  *
  * A package is never sent per call: a worker fetches it once per (session, version) and caches
  * the activation. Its bytes are the UTF-8 JSON of `{"files":{path: text}}`, split into chunks that
@@ -77,6 +78,23 @@ export const NestedRequest = Schema.Struct({
 
 /** Cancels a running invocation by the call id it runs for. @since 0.1.0 @category schemas */
 export const CancelMessage = Schema.Struct({ v: V, kind: Schema.Literal("cancel"), session_id: Schema.String, call_id: Schema.String })
+
+/**
+ * Sent by a worker every `heartbeatMs` while it runs invocations of the session: the call ids it
+ * runs. A session that hears nothing of a call for a few heartbeats fails it `WorkerLost`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Heartbeat = Schema.Struct({
+  v: V,
+  kind: Schema.Literal("heartbeat"),
+  worker_id: Schema.String,
+  call_ids: Schema.Array(Schema.String)
+})
+
+/** @since 0.1.0 @category constants */
+export const heartbeatDefaults = { intervalMs: 1_000, misses: 3 } as const
 
 /** The metadata a worker answers to `activate`. @since 0.1.0 @category schemas */
 export const Metadata = Schema.Struct({
