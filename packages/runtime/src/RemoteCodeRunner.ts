@@ -131,6 +131,8 @@ export const make = (
     const heartbeatMisses = options.heartbeatMisses ?? WorkerProtocol.heartbeatDefaults.misses
     const sessions = new Map<string, SessionEntry>()
     const activations = new Map<string, Registered>()
+    /** Sessions whose subjects are being given up: serving them again waits, so two responders never answer one session. */
+    const closing = new Map<string, Promise<void>>()
 
     const packageHandler = (entry: SessionEntry): Transport.Handler => (request) => {
       const message = Envelope.decode(WorkerProtocol.PackageRequest, request.data, request.subject)
@@ -190,7 +192,8 @@ export const make = (
           nestedHandler(entry)
         )
       ])
-      ;(entry as { serving: Promise<void> }).serving = run(Scope.extend(serve, scope)).then(() => undefined)
+      const previous = closing.get(sessionId) ?? Promise.resolve()
+      ;(entry as { serving: Promise<void> }).serving = previous.then(() => run(Scope.extend(serve, scope))).then(() => undefined)
       sessions.set(sessionId, entry)
       return entry
     }
@@ -206,7 +209,11 @@ export const make = (
       if (held !== undefined && --held.holders === 0) entry.packages.delete(registered.versionId)
       if (entry.activations.size === 0) {
         sessions.delete(registered.sessionId)
-        void run(Scope.close(entry.scope, Exit.void))
+        const closed = run(Scope.close(entry.scope, Exit.void))
+        closing.set(registered.sessionId, closed)
+        void closed.then(() => {
+          if (closing.get(registered.sessionId) === closed) closing.delete(registered.sessionId)
+        })
       }
     }
 
