@@ -68,6 +68,18 @@ export const sessionManage = (prefix: Prefix, session: Ids.SessionId): Subject =
 export const sessionNested = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.session.${session}.nested`)
 
 /**
+ * A code package of one session, fetched in chunks by a worker by version id (request/reply),
+ * served by the session's `RemoteCodeRunner`.
+ *
+ * @since 0.1.0
+ * @category subjects
+ */
+export const sessionPackage = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.session.${session}.package`)
+
+/** Heartbeats of the workers running a session's invocations (published). @since 0.1.0 @category subjects */
+export const sessionHeartbeat = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.session.${session}.heartbeat`)
+
+/**
  * Where a caller asks the session hosts (in one queue group) to activate a session that nobody
  * serves: a request to `session.<sid>.call` that finds no responder is followed by one here.
  *
@@ -88,6 +100,9 @@ export const coordinatorAll = (prefix: Prefix): Pattern => pattern(`${prefix}.co
 /** Invocations for the workers of one pool and language (served in a queue group). @since 0.1.0 @category subjects */
 export const workerInvoke = (prefix: Prefix, pool: Ids.PoolName, language: CodeLanguage): Subject =>
   subject(`${prefix}.worker.${pool}.${language}.invoke`)
+
+/** Cancels of running invocations by call id, published to every worker (each checks its own table). @since 0.1.0 @category subjects */
+export const workerCancel = (prefix: Prefix): Subject => subject(`${prefix}.workers.cancel`)
 
 /** A code package, fetched by its version id. @since 0.1.0 @category subjects */
 export const workerPackage = (prefix: Prefix, versionId: Ids.Token): Subject => subject(`${prefix}.worker.package.${versionId}`)

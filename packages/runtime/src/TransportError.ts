@@ -12,7 +12,9 @@
  * - `Connect`: the connection could not be made (bad server, credentials);
  * - `PermissionDenied`: the server refused a publish or a subscription;
  * - `InvalidArgument`: a malformed subject, queue group, header or option;
- * - `Unknown`: anything else the client reported, with its message.
+ * - `Unknown`: anything else the client reported, with its message;
+ * - `WorkerLost`: the worker running an invocation stopped sending heartbeats (it died or lost
+ *   its connection); the invocation's outcome is unknown, it is not sent again.
  *
  * It is a `Schema.TaggedError`, so it can cross a subject and be decoded on the other side.
  *
@@ -33,7 +35,8 @@ export const TransportErrorReason = Schema.Literal(
   "Connect",
   "PermissionDenied",
   "InvalidArgument",
-  "Unknown"
+  "Unknown",
+  "WorkerLost"
 )
 
 /** @since 0.1.0 @category models */

@@ -62,3 +62,18 @@ export * as TransportError from "./TransportError.js"
  * @since 0.1.0
  */
 export * as WireError from "./WireError.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as RemoteCodeRunner from "./RemoteCodeRunner.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Worker from "./Worker.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as WorkerProtocol from "./WorkerProtocol.js"

@@ -1,0 +1,16 @@
+/**
+ * Code tools on workers over a real nats-server (one for this file, on a free port): the suite the
+ * in-memory transport runs too, with the session's host and its workers on separate connections.
+ */
+import { NatsServer } from "@jitbox/testing"
+import { afterAll, beforeAll } from "vitest"
+import { remoteExecutionConformance } from "../../runtime/test/RemoteExecutionConformance.js"
+import * as NatsTransport from "../src/NatsTransport.js"
+
+let server: NatsServer.Handle | undefined
+beforeAll(async () => {
+  server = await NatsServer.start()
+})
+afterAll(() => server?.close())
+
+remoteExecutionConformance("NatsTransport", () => NatsTransport.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))

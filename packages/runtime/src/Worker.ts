@@ -1,0 +1,352 @@
+/**
+ * A worker: runs code tools of any session in sandboxed subprocesses, for the sessions'
+ * `RemoteCodeRunner`s. It serves `worker.<pool>.<language>.invoke` in one queue group per
+ * (pool, language), so starting more workers spreads the load, with at most `concurrency`
+ * invocations of each language at once (and `backlog` waiting; beyond that a request is answered
+ * `Busy` at once and the session tries again, on any member of the group).
+ *
+ * - **Packages** are fetched once per (session, version) from the owning session
+ *   (`session.<sid>.package`, in chunks that fit `max_payload`) and activated in the worker's
+ *   `SandboxRunner` (never trusted mode). Activations are kept in a bounded LRU cache keyed by
+ *   (session, version): two sessions with the same package never share module state.
+ * - **Deadlines**: each invocation carries the milliseconds left; the worker aborts it when they
+ *   pass (the sandbox kills its process group).
+ * - **Cancel**: a `cancel` on `workers.cancel` naming (session, call id) kills the process group of
+ *   that invocation, on whichever worker runs it.
+ * - **Nested calls**: a child's `harness.callTool` goes back to the owning session on
+ *   `session.<sid>.nested`, naming the running call's id; the session resolves parent and depth
+ *   from its own table.
+ * - **Drain**: when its scope closes (the `jitbox worker` process closes it on SIGTERM), the worker
+ *   stops taking work (its subscriptions end, so new requests go to other members of the group),
+ *   lets what it has finish for up to `graceMs`, then kills the rest, each answered with a typed
+ *   `TransportError` `Closed`; then its sandbox runner kills every child.
+ *
+ * @since 0.1.0
+ */
+import type { CodeLanguage, CodeRunner } from "@jitbox/core"
+import { SandboxRunner, type SandboxConfig } from "@jitbox/sandbox"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as Envelope from "./Envelope.js"
+import * as Ids from "./Ids.js"
+import { attempt, failed, okValue, valueOf } from "./internal/replies.js"
+import * as Subject from "./Subject.js"
+import * as Transport from "./Transport.js"
+import { TransportError } from "./TransportError.js"
+import * as WorkerProtocol from "./WorkerProtocol.js"
+
+/** @since 0.1.0 @category models */
+export interface WorkerOptions {
+  readonly prefix: Subject.Prefix
+  /** This worker's id (default: a fresh one). */
+  readonly workerId?: string | undefined
+  /** The pool it serves (default `default`); a session's `RemoteCodeRunner` names the pool it sends to. */
+  readonly pool?: string | undefined
+  /** The languages it serves (default: every language its sandbox can run). */
+  readonly languages?: ReadonlyArray<CodeLanguage> | undefined
+  /** Invocations of one language run at once (default 4). */
+  readonly concurrency?: number | undefined
+  /** Invocations that may wait for a slot before new ones are answered `Busy` (default 0: go to another worker). */
+  readonly backlog?: number | undefined
+  /** Activations kept, least recently used evicted first (default 64). */
+  readonly cacheSize?: number | undefined
+  /** How long closing waits for invocations in progress before killing them (default 10 000 ms). */
+  readonly graceMs?: number | undefined
+  /** How long fetching a package from its session may take (default 30 000 ms). */
+  readonly fetchTimeoutMs?: number | undefined
+  /** Nested calls of an invocation without a deadline wait at most this long (default 300 000 ms). */
+  readonly nestedTimeoutMs?: number | undefined
+  /** How often the worker tells each session which of its calls it runs (default 1 000 ms; sessions expect the same). */
+  readonly heartbeatMs?: number | undefined
+  /** The sandbox's options (isolation, limits, warm pool). */
+  readonly sandbox?: SandboxConfig.SandboxOptions | undefined
+}
+
+/** @since 0.1.0 @category models */
+export interface Worker {
+  readonly workerId: Ids.WorkerId
+  readonly pool: Ids.PoolName
+  readonly languages: ReadonlyArray<CodeLanguage>
+  /** Invocations running now. */
+  readonly running: () => number
+  /** Activations in the cache. */
+  readonly cached: () => number
+  /** Package fetches made so far (one per (session, version) while it stays cached). */
+  readonly fetches: () => number
+  /** Pids of every live process of the worker's sandbox (children and their descendants). */
+  readonly processes: () => Array<number>
+}
+
+/** @since 0.1.0 @category constants */
+export const defaults = {
+  pool: "default",
+  concurrency: 4,
+  backlog: 0,
+  cacheSize: 64,
+  graceMs: 10_000,
+  fetchTimeoutMs: 30_000,
+  nestedTimeoutMs: 300_000
+} as const
+
+interface CacheEntry {
+  readonly activationId: string
+  readonly ready: Promise<CodeRunner.CodeToolMetadata>
+  inflight: number
+  settled: boolean
+}
+
+interface Running {
+  readonly sessionId: string
+  readonly callId: string
+  readonly controller: AbortController
+  readonly deadline: number | null
+}
+
+const workerIds = Ids.generator<Ids.WorkerId>("worker")
+
+const key = (sessionId: string, versionId: string): string => `${sessionId}\u0000${versionId}`
+
+/**
+ * Starts a worker that serves until the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportError, Scope.Scope | Transport.Transport> =>
+  Effect.gen(function*() {
+    const transport = yield* Transport.Transport
+    const prefix = options.prefix
+    const workerId = options.workerId === undefined ? workerIds() : Ids.workerId(options.workerId)
+    const pool = Ids.poolName(options.pool ?? defaults.pool)
+    const cacheSize = Math.max(1, options.cacheSize ?? defaults.cacheSize)
+    const fetchTimeoutMs = options.fetchTimeoutMs ?? defaults.fetchTimeoutMs
+    const nestedTimeoutMs = options.nestedTimeoutMs ?? defaults.nestedTimeoutMs
+
+    const sandbox = yield* Effect.acquireRelease(
+      Effect.sync(() => SandboxRunner.make(options.sandbox)),
+      (runner) => Effect.promise(() => runner.close())
+    )
+    const languages = (options.languages ?? sandbox.languages).filter((language) => sandbox.languages.includes(language))
+
+    const cache = new Map<string, CacheEntry>()
+    const running = new Map<string, Running>()
+    let activations = 0
+    let fetches = 0
+
+    const fetchPackage = async (sessionId: Ids.SessionId, versionId: string): Promise<Record<string, string>> => {
+      fetches++
+      const subject = Subject.sessionPackage(prefix, sessionId)
+      const parts: Array<Uint8Array> = []
+      let chunks = 1
+      for (let chunk = 0; chunk < chunks; chunk++) {
+        const reply = await transport.request(subject, Envelope.encode("package", { version_id: versionId, chunk }), {
+          timeoutMs: fetchTimeoutMs
+        })
+        const answer = valueOf(reply, subject)
+        if (!("value" in answer)) throw answer
+        const part = Envelope.decodeParsed(WorkerProtocol.PackageChunk, answer.value, subject)
+        if (part instanceof TransportError) throw part
+        chunks = part.chunks
+        parts.push(Buffer.from(part.data, "base64"))
+      }
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(Buffer.concat(parts).toString("utf8"))
+      } catch {
+        throw new TransportError({ reason: "Decode", subject, detail: `package ${versionId}: its chunks are not JSON` })
+      }
+      const files = Envelope.decodeParsed(WorkerProtocol.PackageFiles, parsed, subject)
+      if (files instanceof TransportError) throw files
+      return files.files
+    }
+
+    const hostFor = (sessionId: Ids.SessionId): CodeRunner.CallHost => {
+      const subject = Subject.sessionNested(prefix, sessionId)
+      return {
+        sessionId,
+        callTool: async (parentCallId, name, args) => {
+          const parent = running.get(key(sessionId, parentCallId))
+          const timeoutMs = parent?.deadline == null ? nestedTimeoutMs : Math.max(1, parent.deadline - Date.now())
+          const body = Envelope.encodeValue(args, `the arguments of '${name}'`, subject)
+          if (body instanceof TransportError) throw body
+          const reply = await transport.request(
+            subject,
+            Envelope.withValue("nested", { parent_call_id: parentCallId, name }, "args", body),
+            { timeoutMs, signal: parent?.controller.signal }
+          )
+          const answer = valueOf(reply, subject)
+          if (!("value" in answer)) throw answer
+          return answer.value
+        }
+      }
+    }
+
+    const evict = () => {
+      for (const [k, entry] of cache) {
+        if (cache.size <= cacheSize) return
+        if (entry.inflight > 0 || !entry.settled) continue
+        cache.delete(k)
+        void sandbox.release(entry.activationId)
+      }
+    }
+
+    /** The cached activation of (session, version), made (package fetched, module loaded) on first use. */
+    const activation = (request: Omit<WorkerProtocol.ActivateRequest, "kind">): CacheEntry => {
+      const sessionId = Ids.sessionId(request.session_id)
+      const k = key(sessionId, request.version_id)
+      const found = cache.get(k)
+      if (found !== undefined) {
+        cache.delete(k)
+        cache.set(k, found)
+        return found
+      }
+      const activationId = `${workerId}-${++activations}`
+      const entry: CacheEntry = {
+        activationId,
+        inflight: 0,
+        settled: false,
+        ready: fetchPackage(sessionId, request.version_id).then((files) =>
+          sandbox.activate(
+            {
+              sessionId,
+              activationId,
+              toolName: request.tool_name,
+              versionId: request.version_id,
+              language: request.language,
+              entrypoint: request.entrypoint,
+              entryFile: request.entry_file,
+              files
+            },
+            hostFor(sessionId)
+          )
+        )
+      }
+      cache.set(k, entry)
+      entry.ready.then(
+        () => {
+          entry.settled = true
+          evict()
+        },
+        () => {
+          // a failed activation is not kept: the next request tries again
+          if (cache.get(k) === entry) cache.delete(k)
+        }
+      )
+      return entry
+    }
+
+    const invoke = async (request: WorkerProtocol.InvokeRequest, drained: AbortSignal, subject: string): Promise<string> => {
+      const entry = activation(request)
+      entry.inflight++
+      const runningKey = key(request.session_id, request.call_id)
+      const controller = new AbortController()
+      const deadline = request.timeout_ms === null ? null : Date.now() + request.timeout_ms
+      const abort = () => controller.abort()
+      drained.addEventListener("abort", abort, { once: true })
+      const timer = deadline === null ? undefined : setTimeout(abort, Math.max(0, deadline - Date.now()))
+      running.set(runningKey, { sessionId: request.session_id, callId: request.call_id, controller, deadline })
+      try {
+        await entry.ready
+        const result = await sandbox.invoke(
+          {
+            activationId: entry.activationId,
+            toolName: request.tool_name,
+            args: request.args,
+            context: {
+              sessionId: request.session_id,
+              callId: request.call_id,
+              parentCallId: request.parent_call_id,
+              depth: request.depth,
+              withinChange: request.within_change,
+              deadline
+            }
+          },
+          controller.signal
+        )
+        return okValue(result, `the result of '${request.tool_name}'`, subject)
+      } finally {
+        if (timer !== undefined) clearTimeout(timer)
+        drained.removeEventListener("abort", abort)
+        running.delete(runningKey)
+        entry.inflight--
+        evict()
+      }
+    }
+
+    const handler: Transport.Handler = (request) => {
+      const subject = request.subject
+      const message = Envelope.decodeKind(WorkerProtocol.workerMessages, request.data, subject)
+      if (message instanceof TransportError) return Envelope.error(message)
+      if (Envelope.valueTooLarge(message.kind === "invoke" ? message.args : undefined, request.data.length)) {
+        return Envelope.error(
+          new TransportError({ reason: "PayloadTooLarge", subject, detail: `the arguments of '${message.tool_name}': over JT-LIM-02` })
+        )
+      }
+      return attempt(() =>
+        message.kind === "activate"
+          ? activation(message).ready.then((metadata) => Envelope.ok(JSON.stringify(metadata)))
+          : invoke(message, request.signal, subject)
+      ).catch(failed(message.tool_name))
+    }
+
+    // Cancels first, so a cancel never misses an invocation taken after the worker joined.
+    const cancels = yield* transport.subscribe(Subject.workerCancel(prefix))
+    yield* cancels.pipe(
+      Stream.runForEach((message) =>
+        Effect.sync(() => {
+          const cancel = Envelope.decode(WorkerProtocol.CancelMessage, message.data, message.subject)
+          if (cancel instanceof TransportError) return
+          running.get(key(cancel.session_id, cancel.call_id))?.controller.abort()
+        })
+      ),
+      Effect.ignore,
+      Effect.forkScoped
+    )
+
+    const heartbeat = () => {
+      const bySession = new Map<string, Array<string>>()
+      for (const call of running.values()) {
+        const calls = bySession.get(call.sessionId)
+        if (calls === undefined) bySession.set(call.sessionId, [call.callId])
+        else calls.push(call.callId)
+      }
+      for (const [sessionId, callIds] of bySession) {
+        try {
+          transport.publish(
+            Subject.sessionHeartbeat(prefix, Ids.sessionId(sessionId)),
+            Envelope.encode("heartbeat", { worker_id: workerId, call_ids: callIds })
+          )
+        } catch {
+          // the transport is closing: the sessions will notice the silence
+        }
+      }
+    }
+    yield* Effect.acquireRelease(
+      Effect.sync(() => setInterval(heartbeat, options.heartbeatMs ?? WorkerProtocol.heartbeatDefaults.intervalMs)),
+      (timer) => Effect.sync(() => clearInterval(timer))
+    )
+
+    for (const language of languages) {
+      yield* transport.serve(
+        Subject.workerInvoke(prefix, pool, language),
+        {
+          queue: `workers-${pool}-${language}`,
+          concurrency: options.concurrency ?? defaults.concurrency,
+          backlog: options.backlog ?? defaults.backlog,
+          graceMs: options.graceMs ?? defaults.graceMs
+        },
+        handler
+      )
+    }
+
+    return {
+      workerId,
+      pool,
+      languages,
+      running: () => running.size,
+      cached: () => cache.size,
+      fetches: () => fetches,
+      processes: () => sandbox.processes()
+    }
+  })
