@@ -106,6 +106,17 @@ export const all = (inputs: ReadonlyArray<ExecutionProfileInput>): ReadonlyArray
 
 type Field = keyof JitPolicy.JitPolicy
 
+/** Core's range errors name the policy; this names the first field at fault (`policy.<field>`). */
+const named = <A>(f: () => A): A => {
+  try {
+    return f()
+  } catch (error) {
+    const field = error instanceof HarnessError.ConfigError ? /^([A-Za-z]+)(?:\.\d+)?: /.exec(error.detail)?.[1] : undefined
+    if (field !== undefined) throw new HarnessError.ConfigError({ option: `policy.${field}`, detail: error instanceof HarnessError.ConfigError ? error.detail : "" })
+    throw error
+  }
+}
+
 const numericFields: ReadonlyArray<Field> = [
   "maximumInvocations",
   "maximumConcurrentInvocations",
@@ -131,7 +142,7 @@ const widens = (profile: ExecutionProfile, field: string, detail: string) =>
  * @category combinators
  */
 export const effectivePolicy = (profile: ExecutionProfile, request: JitPolicy.JitPolicyInput = {}): JitPolicy.JitPolicy => {
-  const requested = JitPolicy.make(request)
+  const requested = named(() => JitPolicy.make(request))
   const ceiling = profile.policy
   const given = request as Record<string, unknown>
   if (given.allowedLanguages !== undefined) {
@@ -150,5 +161,5 @@ export const effectivePolicy = (profile: ExecutionProfile, request: JitPolicy.Ji
       throw widens(profile, field, `the request asks for ${value}, more than its ${ceiling[field] as number}`)
     }
   }
-  return JitPolicy.intersect(ceiling, requested)
+  return named(() => JitPolicy.intersect(ceiling, requested))
 }
