@@ -71,7 +71,8 @@ export const make = (
 
     let lease = admitted.lease
     let revoked = false
-    let upstreamSpent = false
+    // A lease holding the whole invocation budget has nothing more to ask for.
+    let upstreamSpent = lease.invocations >= policy.maximumInvocations
     let renewals = 0
     const spent = { invocations: 0, tools: 0, repairs: 0 }
     const lowWater = Math.max(1, Math.ceil(lease.invocations / 4))

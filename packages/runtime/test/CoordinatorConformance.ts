@@ -5,7 +5,7 @@
  * "restart" closes the coordinator's scope and serves a new one over a ledger built anew for the
  * same namespace (on NATS: a new connection to the same bucket).
  */
-import { HarnessError } from "@jitbox/core"
+import { HarnessError, JitHarness } from "@jitbox/core"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -39,6 +39,8 @@ const until = (check: () => boolean, what: string) =>
     }
     assert.fail(`timed out waiting for ${what}`)
   })
+
+const one = `export const one = tool({ description: "Answers 1.", guidelines: "Use in tests." }, async () => 1)`
 
 const code = { name: "t", language: "python" as const, duration: "short" as const, repair: false, examples: 0 }
 
@@ -271,5 +273,46 @@ export const coordinatorConformance = (
         assert.instanceOf(error, HarnessError.PolicyViolation)
         assert.strictEqual((error as HarnessError.PolicyViolation).reason, "ConsentRequired")
         assert.isFalse(leased.trySpendInvocation())
+      })))
+
+    it.effect("a harness spends a leased admission: code only with consent, and no coordinator request per call", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const { coordinator } = yield* startCoordinator(namespace)
+        const policy = { allowedLanguages: ["JavaScript"] as const, maximumInvocations: 3, maximumConcurrentInvocations: 1 }
+        const refused = yield* admission(namespace, "s0", { deploymentConsent: false, policy })
+        const unconsented = new JitHarness({ admission: refused.leased })
+        const error = yield* Effect.promise(() => unconsented.createTool({ entrypoint: "one", source: one }).then(() => undefined, (error: unknown) => error))
+        assert.instanceOf(error, HarnessError.PolicyViolation)
+        assert.strictEqual((error as HarnessError.PolicyViolation).reason, "ConsentRequired")
+
+        const { leased } = yield* admission(namespace, "s1", { policy })
+        const harness = new JitHarness({ admission: leased })
+        yield* Effect.promise(() => harness.createTool({ entrypoint: "one", source: one }))
+        const before = coordinator.requests()
+        for (let i = 0; i < 3; i++) assert.strictEqual(yield* Effect.promise(() => harness.callTool("one")), 1)
+        const spent = yield* Effect.promise(() => harness.callTool("one").then(() => undefined, (error: unknown) => error))
+        assert.instanceOf(spent, HarnessError.ToolRejected)
+        assert.strictEqual((spent as HarnessError.ToolRejected).reason, "BudgetExhausted")
+        yield* settle(20)
+        assert.strictEqual(coordinator.requests(), before)
+      })))
+
+    it.effect("a session running low asks for more in the background, up to its budget and no further", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const { coordinator } = yield* startCoordinator(namespace, { invocationsPerGrant: 4 })
+        const { leased } = yield* admission(namespace, "s1", { policy: { maximumInvocations: 10 } })
+        assert.strictEqual(leased.lease().invocations, 4)
+        let spent = 0
+        for (let round = 0; round < 10 && spent < 10; round++) {
+          while (leased.trySpendInvocation()) spent++
+          yield* until(() => leased.lease().invocations > spent || leased.lease().invocations === 10, "more invocations")
+        }
+        assert.strictEqual(spent, 10)
+        assert.isFalse(leased.trySpendInvocation())
+        yield* settle(20)
+        // admit, 4 → 8, 8 → 10, and at most one more ask that finds the budget spent
+        assert.isAtMost(coordinator.requests(), 4)
       })))
   })
