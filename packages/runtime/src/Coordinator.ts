@@ -367,6 +367,21 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
     return { requests: () => answered }
   })
 
+/** An admission as it crosses the wire; the descriptor is passed through as the coordinator wrote it. */
+const AdmittedReply = Schema.Struct({
+  capability: Schema.Struct({ kind: Schema.Literal("jitbox-jit-capability") }, Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  lease: Lease,
+  policy: JitPolicy.JitPolicy,
+  deploymentConsent: Schema.Boolean,
+  location: Schema.optional(Schema.String)
+})
+
+const decodeReply = <A, I>(schema: Schema.Schema<A, I>, op: string) => (value: unknown): Effect.Effect<A, TransportError> =>
+  Effect.mapError(
+    Schema.decodeUnknown(schema)(value),
+    (error) => new TransportError({ reason: "Decode", subject: `coordinator.${op}`, detail: error.message.slice(0, 500) })
+  )
+
 const Reply = Schema.Union(
   Schema.Struct({ v: V, kind: Schema.Literal("ok"), value: Schema.Unknown }),
   Schema.Struct({ v: V, kind: Schema.Literal("error"), error: CoordinatorError })
@@ -414,17 +429,10 @@ export const client = (
           ...(request.task === undefined ? {} : { task: request.task }),
           ...(request.contractVersion === undefined ? {} : { contract_version: request.contractVersion }),
           ...(request.instructions === undefined ? {} : { instructions: request.instructions })
-        }) as Effect.Effect<Admitted, CoordinatorError>,
+        }).pipe(Effect.flatMap(decodeReply(AdmittedReply, "admit"))) as Effect.Effect<Admitted, CoordinatorError>,
       renew: (sessionId, leaseId, more) =>
-        call("renew", { session_id: sessionId, lease_id: leaseId, more }).pipe(
-          Effect.flatMap((value) =>
-            Effect.mapError(
-              Schema.decodeUnknown(Lease)(value),
-              (error) => new TransportError({ reason: "Decode", subject: "coordinator.renew", detail: error.message.slice(0, 500) })
-            )
-          )
-        ),
+        call("renew", { session_id: sessionId, lease_id: leaseId, more }).pipe(Effect.flatMap(decodeReply(Lease, "renew"))),
       release: (sessionId, leaseId, spent) => Effect.asVoid(call("release", { session_id: sessionId, lease_id: leaseId, spent })),
-      policy: (profile) => call("policy", { profile }) as Effect.Effect<JitPolicy.JitPolicy, CoordinatorError>
+      policy: (profile) => call("policy", { profile }).pipe(Effect.flatMap(decodeReply(JitPolicy.JitPolicy, "policy")))
     }
   })

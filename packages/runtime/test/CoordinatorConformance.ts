@@ -14,10 +14,12 @@ import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import * as Coordinator from "../src/Coordinator.js"
 import * as ExecutionProfile from "../src/ExecutionProfile.js"
+import * as Envelope from "../src/Envelope.js"
 import * as Ids from "../src/Ids.js"
 import * as LeasedAdmission from "../src/LeasedAdmission.js"
 import type { Ledger } from "../src/Ledger.js"
-import type * as Transport from "../src/Transport.js"
+import * as Subject from "../src/Subject.js"
+import * as Transport from "../src/Transport.js"
 
 let namespaces = 0
 const freshNamespace = () => Ids.namespace(`coord${++namespaces}_${Math.random().toString(36).slice(2, 8)}`)
@@ -314,5 +316,23 @@ export const coordinatorConformance = (
         yield* settle(20)
         // admit, 4 → 8, 8 → 10, and at most one more ask that finds the budget spent
         assert.isAtMost(coordinator.requests(), 4)
+      })))
+
+    it.effect("a message that does not decode gets a typed error reply and changes nothing", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const { coordinator } = yield* startCoordinator(namespace)
+        const subject = Subject.coordinator(Subject.prefix(namespace), Ids.token("admit"))
+        for (const payload of ["{ not json", Envelope.encode("admit", { session_id: "a.b", profile: "standard" }), Envelope.encode("renew", {})]) {
+          const reply = yield* Transport.request(subject, payload, { timeoutMs: 5_000 })
+          const parsed = JSON.parse(Transport.text(reply)) as { kind: string; error: { _tag: string; reason: string } }
+          assert.strictEqual(parsed.kind, "error")
+          assert.strictEqual(parsed.error._tag, "TransportError")
+          assert.strictEqual(parsed.error.reason, "Decode")
+        }
+        assert.strictEqual(coordinator.requests(), 3)
+        const client = yield* Coordinator.client({ namespace })
+        const admitted = yield* client.admit({ sessionId: Ids.sessionId("a"), profile: "standard", deploymentConsent: true })
+        assert.strictEqual(admitted.lease.invocations, 16)
       })))
   })

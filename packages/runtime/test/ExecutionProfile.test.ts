@@ -4,6 +4,9 @@
  * asking for more than the profile is refused naming the field (JT-PRF-01/02).
  */
 import { HarnessError } from "@jitbox/core"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { describe, expect, it } from "vitest"
 import * as ExecutionProfile from "../src/ExecutionProfile.js"
 
@@ -168,5 +171,25 @@ describe("ExecutionProfile.effectivePolicy under a narrower profile (the interse
     expect(refused(() => ExecutionProfile.make({ name: "p", policy: { maximumTools: 17 } })).option).toBe("profiles.p.policy")
     expect(refused(() => ExecutionProfile.make({ name: "a.b" })).option).toBe("profiles.name")
     expect(refused(() => ExecutionProfile.all([{ name: "p" }, { name: "p" }])).option).toBe("profiles.name")
+  })
+})
+
+describe("ExecutionProfile.fromFile", () => {
+  it("reads a host's profiles; a bad file is a ConfigError naming profilesFile", () => {
+    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "jitbox-profiles-"))
+    try {
+      const file = Path.join(dir, "profiles.json")
+      Fs.writeFileSync(file, JSON.stringify({ profiles: [{ name: "gpu", location: "gpu-pool", credentialName: "GPU_TOKEN", policy: { maximumTools: 4 } }] }))
+      const [gpu] = ExecutionProfile.fromFile(file)
+      expect(gpu).toMatchObject({ name: "gpu", location: "gpu-pool", credentialName: "GPU_TOKEN" })
+      expect(gpu!.policy.maximumTools).toBe(4)
+      Fs.writeFileSync(file, "{ not json")
+      expect(refused(() => ExecutionProfile.fromFile(file)).option).toBe("profilesFile")
+      Fs.writeFileSync(file, JSON.stringify({ profile: [] }))
+      expect(refused(() => ExecutionProfile.fromFile(file)).option).toBe("profilesFile")
+      expect(refused(() => ExecutionProfile.fromFile(Path.join(dir, "missing.json"))).option).toBe("profilesFile")
+    } finally {
+      Fs.rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
