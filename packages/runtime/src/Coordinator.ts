@@ -75,18 +75,33 @@ export const Lease = Schema.Struct({
 /** @since 0.1.0 @category models */
 export type Lease = typeof Lease.Type
 
-/** The capability descriptor of JT-OUT. @since 0.1.0 @category models */
-export interface CapabilityDescriptor {
-  readonly kind: "jitbox-jit-capability"
-  readonly jitToolId: string
-  readonly toolSpecification: { readonly restrictions: JitPolicy.JitPolicy; readonly deploymentConsent: boolean; readonly instructions?: string }
-  readonly contractVersion: string
-  readonly task: unknown
-  readonly executionProfile?: string
-  readonly resourceGroupName?: string
-  readonly backend?: string
-  readonly sandboxNodeId?: string
-}
+/**
+ * The capability descriptor of JT-OUT: `kind`, `jitToolId` (run-scoped registration id),
+ * `toolSpecification` (the effective restrictions), `contractVersion`, `task`, and either
+ * `executionProfile` with `resourceGroupName` (a host lease label) or, for a profile pinned to a
+ * named worker, `backend` with `sandboxNodeId` in their place (JT-OUT-08).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CapabilityDescriptor = Schema.Struct({
+  kind: Schema.Literal("jitbox-jit-capability"),
+  jitToolId: Schema.String,
+  toolSpecification: Schema.Struct({
+    restrictions: JitPolicy.JitPolicy,
+    deploymentConsent: Schema.Boolean,
+    instructions: Schema.optional(Schema.String)
+  }),
+  contractVersion: Schema.String,
+  task: Schema.Unknown,
+  executionProfile: Schema.optional(Schema.String),
+  resourceGroupName: Schema.optional(Schema.String),
+  backend: Schema.optional(Schema.String),
+  sandboxNodeId: Schema.optional(Schema.String)
+})
+
+/** @since 0.1.0 @category models */
+export type CapabilityDescriptor = typeof CapabilityDescriptor.Type
 
 /** @since 0.1.0 @category models */
 export interface Admitted {
@@ -367,9 +382,9 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
     return { requests: () => answered }
   })
 
-/** An admission as it crosses the wire; the descriptor is passed through as the coordinator wrote it. */
+/** An admission as it crosses the wire. */
 const AdmittedReply = Schema.Struct({
-  capability: Schema.Struct({ kind: Schema.Literal("jitbox-jit-capability") }, Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  capability: CapabilityDescriptor,
   lease: Lease,
   policy: JitPolicy.JitPolicy,
   deploymentConsent: Schema.Boolean,
