@@ -128,7 +128,9 @@ export class PolicyViolation extends Schema.TaggedError<PolicyViolation>()("Poli
     "InvocationBudgetExhausted",
     "LongRunningNotAllowed",
     "AsyncOperationsNotAllowed",
-    "ConcurrencyLimit"
+    "ConcurrencyLimit",
+    "ConsentRequired",
+    "LeaseExpired"
   ),
   detail: Schema.String
 }) {

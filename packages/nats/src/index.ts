@@ -1,4 +1,9 @@
 /**
  * @since 0.1.0
  */
+export * as KvLedger from "./KvLedger.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as NatsTransport from "./NatsTransport.js"

@@ -1,12 +1,32 @@
 /**
  * @since 0.1.0
  */
+export * as Coordinator from "./Coordinator.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Envelope from "./Envelope.js"
 
 /**
  * @since 0.1.0
  */
+export * as ExecutionProfile from "./ExecutionProfile.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Ids from "./Ids.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as LeasedAdmission from "./LeasedAdmission.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Ledger from "./Ledger.js"
 
 /**
  * @since 0.1.0

@@ -1,0 +1,453 @@
+/**
+ * The root coordinator of one namespace: an Effect scoped actor serving `coordinator.<op>`.
+ *
+ * - `admit`: a session under a named host `ExecutionProfile` with a request policy. The effective
+ *   policy is their intersection (`ExecutionProfile.effectivePolicy`); the reply is the capability
+ *   descriptor of JT-OUT and a first lease. Without `deployment_consent` (JT-CFG-05) the lease
+ *   grants no tools, invocations or concurrency: no model-written code can run.
+ * - `renew`: extends a live lease by `leaseLifetimeSeconds` and grants more invocations and free
+ *   concurrency slots of its profile.
+ * - `release`: ends a lease; what the session reports unspent returns to its budget.
+ * - `policy`: a profile's ceiling.
+ *
+ * Every grant is written to the `Ledger` (compare-and-set) before it is answered. A lease that ran
+ * out (or that a new admission of the same session replaces) counts as fully spent: a budget is
+ * never handed out twice, whatever a crashed session had spent. A profile's concurrency slots are
+ * held per lease, so the sessions of one profile together never hold more than it allows.
+ * Time is the context's `Clock`.
+ *
+ * @since 0.1.0
+ */
+import { HarnessError, JitPolicy } from "@jitbox/core"
+import * as Effect from "effect/Effect"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Envelope from "./Envelope.js"
+import * as ExecutionProfile from "./ExecutionProfile.js"
+import * as Ids from "./Ids.js"
+import { Ledger, LedgerError } from "./Ledger.js"
+import * as Subject from "./Subject.js"
+import * as Transport from "./Transport.js"
+import { TransportError } from "./TransportError.js"
+
+/** A coordinator operation refused. @since 0.1.0 @category errors */
+export class AdmissionError extends Schema.TaggedError<AdmissionError>()("AdmissionError", {
+  reason: Schema.Literal("ProfileNotFound", "LeaseExpired", "LeaseNotFound"),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `${this.reason}: ${this.detail}`
+  }
+}
+
+/** What a coordinator request can fail with, on the wire. @since 0.1.0 @category schemas */
+export const CoordinatorError = Schema.Union(AdmissionError, HarnessError.ConfigError, LedgerError, TransportError)
+
+/** @since 0.1.0 @category models */
+export type CoordinatorError = typeof CoordinatorError.Type
+
+const Counts = Schema.Struct({ invocations: Schema.Number, tools: Schema.Number, repairs: Schema.Number })
+
+/** @since 0.1.0 @category models */
+export type Counts = typeof Counts.Type
+
+/**
+ * A lease: what one session may spend until `expiresAt` (epoch milliseconds). Counts are totals
+ * for the whole lease; a renewal raises them.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Lease = Schema.Struct({
+  id: Schema.String,
+  sessionId: Schema.String,
+  expiresAt: Schema.Number,
+  lifetimeSeconds: Schema.Number,
+  invocations: Schema.Number,
+  tools: Schema.Number,
+  repairs: Schema.Number,
+  /** Concurrency slots of the profile this lease holds. */
+  slots: Schema.Number,
+  runtimeEnvironments: Schema.Number
+})
+
+/** @since 0.1.0 @category models */
+export type Lease = typeof Lease.Type
+
+/**
+ * The capability descriptor of JT-OUT: `kind`, `jitToolId` (run-scoped registration id),
+ * `toolSpecification` (the effective restrictions), `contractVersion`, `task`, and either
+ * `executionProfile` with `resourceGroupName` (a host lease label) or, for a profile pinned to a
+ * named worker, `backend` with `sandboxNodeId` in their place (JT-OUT-08).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CapabilityDescriptor = Schema.Struct({
+  kind: Schema.Literal("jitbox-jit-capability"),
+  jitToolId: Schema.String,
+  toolSpecification: Schema.Struct({
+    restrictions: JitPolicy.JitPolicy,
+    deploymentConsent: Schema.Boolean,
+    instructions: Schema.optional(Schema.String)
+  }),
+  contractVersion: Schema.String,
+  task: Schema.Unknown,
+  executionProfile: Schema.optional(Schema.String),
+  resourceGroupName: Schema.optional(Schema.String),
+  backend: Schema.optional(Schema.String),
+  sandboxNodeId: Schema.optional(Schema.String)
+})
+
+/** @since 0.1.0 @category models */
+export type CapabilityDescriptor = typeof CapabilityDescriptor.Type
+
+/** @since 0.1.0 @category models */
+export interface Admitted {
+  readonly capability: CapabilityDescriptor
+  readonly lease: Lease
+  readonly policy: JitPolicy.JitPolicy
+  readonly deploymentConsent: boolean
+  /** The profile's worker pool (`location`), when it names one. */
+  readonly location?: string | undefined
+}
+
+/** A request to admit a session. @since 0.1.0 @category models */
+export interface AdmitRequest {
+  readonly sessionId: Ids.SessionId
+  readonly profile: string
+  readonly policy?: JitPolicy.JitPolicyInput | undefined
+  readonly deploymentConsent?: boolean | undefined
+  readonly task?: unknown
+  readonly contractVersion?: string | undefined
+  readonly instructions?: string | undefined
+}
+
+const V = Schema.Literal(Envelope.version)
+
+const requests = {
+  admit: Schema.Struct({
+    v: V,
+    kind: Schema.Literal("admit"),
+    session_id: Ids.SessionId,
+    profile: Schema.String,
+    policy: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+    deployment_consent: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+    task: Schema.optional(Schema.Unknown),
+    contract_version: Schema.optional(Schema.String),
+    instructions: Schema.optional(Schema.String)
+  }),
+  renew: Schema.Struct({ v: V, kind: Schema.Literal("renew"), session_id: Ids.SessionId, lease_id: Schema.String, more: Schema.Boolean }),
+  release: Schema.Struct({ v: V, kind: Schema.Literal("release"), session_id: Ids.SessionId, lease_id: Schema.String, spent: Counts }),
+  policy: Schema.Struct({ v: V, kind: Schema.Literal("policy"), profile: Schema.String })
+} as const
+
+/** The operations, each served on `coordinator.<op>`. @since 0.1.0 @category constants */
+export const operations = ["admit", "renew", "release", "policy"] as const
+
+/** @since 0.1.0 @category models */
+export interface CoordinatorOptions {
+  readonly namespace: Ids.Namespace
+  readonly subjectRoot?: string | undefined
+  readonly profiles: ReadonlyArray<ExecutionProfile.ExecutionProfile>
+  /** Invocations one grant adds to a lease (default 64); the rest of the budget stays with the coordinator. */
+  readonly invocationsPerGrant?: number | undefined
+}
+
+/** @since 0.1.0 @category models */
+export interface Coordinator {
+  /** Requests answered so far (each operation counts once). */
+  readonly requests: () => number
+}
+
+interface LeaseRecord {
+  readonly id: string
+  readonly expiresAt: number
+  readonly invocations: number
+  readonly tools: number
+  readonly repairs: number
+  readonly slots: number
+  readonly runtimeEnvironments: number
+}
+
+interface SessionRecord {
+  readonly sessionId: string
+  readonly profile: string
+  readonly policy: JitPolicy.JitPolicy
+  readonly consent: boolean
+  /** Spent by leases that ended (a lease that expired counts whole). */
+  readonly used: Counts
+  readonly lease: LeaseRecord | null
+}
+
+interface ProfileRecord {
+  readonly holders: Record<string, { readonly sessionId: string; readonly slots: number; readonly expiresAt: number }>
+}
+
+const sessionKey = (sessionId: string) => `session.${sessionId}`
+const profileKey = (name: string) => `profile.${name}`
+const newLeaseId = Ids.generator<Ids.LeaseId>("lease")
+const none: Counts = { invocations: 0, tools: 0, repairs: 0 }
+
+const add = (a: Counts, b: Counts): Counts => ({ invocations: a.invocations + b.invocations, tools: a.tools + b.tools, repairs: a.repairs + b.repairs })
+
+/** A lease that ends: everything it granted counts, unless the session reported what it spent. */
+const closed = (record: SessionRecord, spent?: Counts): SessionRecord => {
+  const lease = record.lease
+  if (lease === null) return record
+  const charged = spent === undefined ? lease : {
+    invocations: Math.min(Math.max(0, spent.invocations), lease.invocations),
+    tools: Math.min(Math.max(0, spent.tools), lease.tools),
+    repairs: Math.min(Math.max(0, spent.repairs), lease.repairs)
+  }
+  return { ...record, used: add(record.used, { invocations: charged.invocations, tools: charged.tools, repairs: charged.repairs }), lease: null }
+}
+
+/**
+ * Serves the coordinator of `options.namespace` until the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, TransportError, Scope.Scope | Transport.Transport | Ledger> =>
+  Effect.gen(function*() {
+    const ledger = yield* Ledger
+    const clock = yield* Effect.clock
+    const runtime = yield* Effect.runtime<never>()
+    const prefix = Subject.prefix(options.namespace, options.subjectRoot)
+    const profiles = new Map(options.profiles.map((profile) => [profile.name, profile]))
+    const perGrant = options.invocationsPerGrant ?? 64
+    if (!Number.isSafeInteger(perGrant) || perGrant < 1) {
+      return yield* Effect.die(new HarnessError.ConfigError({ option: "invocationsPerGrant", detail: `expected an integer ≥ 1, got ${perGrant}` }))
+    }
+    let answered = 0
+
+    const profileOf = (name: string) => {
+      const profile = profiles.get(name)
+      return profile === undefined
+        ? Effect.fail(new AdmissionError({ reason: "ProfileNotFound", detail: `no execution profile '${name}'; known: ${[...profiles.keys()].join(", ")}` }))
+        : Effect.succeed(profile)
+    }
+
+    const readSession = (sessionId: string) =>
+      Effect.map(ledger.get(sessionKey(sessionId)), (entry) => entry === undefined ? undefined : { record: entry.value as SessionRecord, revision: entry.revision })
+
+    /** Takes up to `wanted` free slots of the profile for `leaseId` (dropping expired and `drop` holders). */
+    const takeSlots = (profile: ExecutionProfile.ExecutionProfile, leaseId: string, sessionId: string, wanted: number, expiresAt: number, drop: string | undefined) =>
+      Effect.gen(function*() {
+        const now = clock.unsafeCurrentTimeMillis()
+        const entry = yield* ledger.get(profileKey(profile.name))
+        const holders: ProfileRecord["holders"] = {}
+        for (const [id, holder] of Object.entries((entry?.value as ProfileRecord | undefined)?.holders ?? {})) {
+          if (holder.expiresAt > now && id !== drop && id !== leaseId) holders[id] = holder
+        }
+        const held = Object.values(holders).reduce((sum, holder) => sum + holder.slots, 0)
+        const slots = Math.max(0, Math.min(wanted, profile.policy.maximumConcurrentInvocations - held))
+        if (slots > 0) holders[leaseId] = { sessionId, slots, expiresAt }
+        yield* ledger.put(profileKey(profile.name), { holders }, entry?.revision ?? 0)
+        return slots
+      })
+
+    const freeSlots = (profileName: string, leaseId: string) =>
+      Effect.gen(function*() {
+        const entry = yield* ledger.get(profileKey(profileName))
+        if (entry === undefined) return
+        const holders = { ...(entry.value as ProfileRecord).holders }
+        if (!(leaseId in holders)) return
+        delete holders[leaseId]
+        yield* ledger.put(profileKey(profileName), { holders }, entry.revision)
+      })
+
+    const leaseOf = (record: SessionRecord, lease: LeaseRecord): Lease => ({
+      ...lease,
+      sessionId: record.sessionId,
+      lifetimeSeconds: record.policy.leaseLifetimeSeconds
+    })
+
+    const admit = (request: typeof requests.admit.Type) =>
+      Effect.gen(function*() {
+        const profile = yield* profileOf(request.profile)
+        const policy = yield* Effect.try({
+          try: () => ExecutionProfile.effectivePolicy(profile, request.policy as JitPolicy.JitPolicyInput | undefined),
+          catch: (error) => error as HarnessError.ConfigError
+        })
+        const consent = request.deployment_consent
+        const now = clock.unsafeCurrentTimeMillis()
+        const found = yield* readSession(request.session_id)
+        // A session admitted again (another process, a restart) keeps what it spent; its old lease ends whole.
+        const previous = found === undefined ? undefined : closed(found.record)
+        if (found?.record.lease != null) yield* freeSlots(found.record.profile, found.record.lease.id)
+        const used = previous?.used ?? none
+        const id = newLeaseId()
+        const expiresAt = now + policy.leaseLifetimeSeconds * 1000
+        const slots = consent ? yield* takeSlots(profile, id, request.session_id, policy.maximumConcurrentInvocations, expiresAt, undefined) : 0
+        const lease: LeaseRecord = {
+          id,
+          expiresAt,
+          invocations: consent ? Math.max(0, Math.min(perGrant, policy.maximumInvocations - used.invocations)) : 0,
+          tools: consent ? Math.max(0, policy.maximumTools - used.tools) : 0,
+          repairs: consent ? Math.max(0, policy.maximumRepairs - used.repairs) : 0,
+          slots,
+          runtimeEnvironments: consent ? policy.maximumRuntimeEnvironments : 0
+        }
+        const record: SessionRecord = { sessionId: request.session_id, profile: profile.name, policy, consent, used, lease }
+        yield* ledger.put(sessionKey(request.session_id), record, found?.revision ?? 0)
+        const capability: CapabilityDescriptor = {
+          kind: "jitbox-jit-capability",
+          jitToolId: `jit_${options.namespace}_${request.session_id}`,
+          toolSpecification: {
+            restrictions: policy,
+            deploymentConsent: consent,
+            ...(request.instructions === undefined ? {} : { instructions: request.instructions })
+          },
+          contractVersion: request.contract_version ?? "1",
+          task: request.task ?? null,
+          ...(profile.sandboxNodeId === undefined
+            ? { executionProfile: profile.name, resourceGroupName: `jitbox-${options.namespace}-${request.session_id}` }
+            : { backend: "worker", sandboxNodeId: profile.sandboxNodeId })
+        }
+        const admitted: Admitted = { capability, lease: leaseOf(record, lease), policy, deploymentConsent: consent, location: profile.location }
+        return admitted
+      })
+
+    const liveLease = (sessionId: string, leaseId: string) =>
+      Effect.gen(function*() {
+        const found = yield* readSession(sessionId)
+        const lease = found?.record.lease
+        if (found === undefined || lease == null || lease.id !== leaseId) {
+          return yield* new AdmissionError({ reason: "LeaseNotFound", detail: `session '${sessionId}' holds no lease '${leaseId}'` })
+        }
+        if (lease.expiresAt <= clock.unsafeCurrentTimeMillis()) {
+          yield* freeSlots(found.record.profile, lease.id)
+          yield* ledger.put(sessionKey(sessionId), closed(found.record), found.revision)
+          return yield* new AdmissionError({ reason: "LeaseExpired", detail: `the lease '${leaseId}' of session '${sessionId}' expired; admit the session again` })
+        }
+        return { record: found.record, revision: found.revision, lease }
+      })
+
+    const renew = (request: typeof requests.renew.Type) =>
+      Effect.gen(function*() {
+        const { lease, record, revision } = yield* liveLease(request.session_id, request.lease_id)
+        const profile = yield* profileOf(record.profile)
+        const expiresAt = clock.unsafeCurrentTimeMillis() + record.policy.leaseLifetimeSeconds * 1000
+        const slots = record.consent
+          ? yield* takeSlots(profile, lease.id, record.sessionId, Math.max(lease.slots, record.policy.maximumConcurrentInvocations), expiresAt, undefined)
+          : 0
+        const left = record.policy.maximumInvocations - record.used.invocations
+        const invocations = request.more && record.consent ? Math.min(left, lease.invocations + perGrant) : lease.invocations
+        const renewed: LeaseRecord = { ...lease, expiresAt, slots, invocations }
+        yield* ledger.put(sessionKey(record.sessionId), { ...record, lease: renewed }, revision)
+        return leaseOf(record, renewed)
+      })
+
+    const release = (request: typeof requests.release.Type) =>
+      Effect.gen(function*() {
+        const { record, revision } = yield* liveLease(request.session_id, request.lease_id)
+        yield* freeSlots(record.profile, request.lease_id)
+        yield* ledger.put(sessionKey(record.sessionId), closed(record, request.spent), revision)
+        return null
+      })
+
+    const policyOf = (request: typeof requests.policy.Type) => Effect.map(profileOf(request.profile), (profile) => profile.policy)
+
+    const encodeError = Schema.encodeSync(CoordinatorError)
+    const run = Runtime.runPromise(runtime)
+    yield* Transport.serve(Subject.coordinatorAll(prefix), { concurrency: 1, queue: "coordinator" }, (message) => {
+      answered++
+      const decoded = Envelope.decodeKind(requests, message.data, message.subject)
+      if (decoded instanceof TransportError) return Envelope.encode("error", { error: encodeError(decoded) })
+      const op = message.subject.slice(message.subject.lastIndexOf(".") + 1)
+      if (op !== decoded.kind) {
+        return Envelope.encode("error", {
+          error: encodeError(new TransportError({ reason: "Decode", subject: message.subject, detail: `kind '${decoded.kind}' sent to '${op}'` }))
+        })
+      }
+      const effect: Effect.Effect<unknown, CoordinatorError> = decoded.kind === "admit"
+        ? admit(decoded)
+        : decoded.kind === "renew"
+        ? renew(decoded)
+        : decoded.kind === "release"
+        ? release(decoded)
+        : policyOf(decoded)
+      return run(
+        effect.pipe(
+          Effect.match({
+            onSuccess: (value) => Envelope.encode("ok", { value }),
+            onFailure: (error) => Envelope.encode("error", { error: encodeError(error) })
+          })
+        )
+      )
+    })
+    return { requests: () => answered }
+  })
+
+/** An admission as it crosses the wire. */
+const AdmittedReply = Schema.Struct({
+  capability: CapabilityDescriptor,
+  lease: Lease,
+  policy: JitPolicy.JitPolicy,
+  deploymentConsent: Schema.Boolean,
+  location: Schema.optional(Schema.String)
+})
+
+const decodeReply = <A, I>(schema: Schema.Schema<A, I>, op: string) => (value: unknown): Effect.Effect<A, TransportError> =>
+  Effect.mapError(
+    Schema.decodeUnknown(schema)(value),
+    (error) => new TransportError({ reason: "Decode", subject: `coordinator.${op}`, detail: error.message.slice(0, 500) })
+  )
+
+const Reply = Schema.Union(
+  Schema.Struct({ v: V, kind: Schema.Literal("ok"), value: Schema.Unknown }),
+  Schema.Struct({ v: V, kind: Schema.Literal("error"), error: CoordinatorError })
+)
+
+/** @since 0.1.0 @category models */
+export interface CoordinatorClient {
+  readonly admit: (request: AdmitRequest) => Effect.Effect<Admitted, CoordinatorError>
+  readonly renew: (sessionId: Ids.SessionId, leaseId: string, more: boolean) => Effect.Effect<Lease, CoordinatorError>
+  readonly release: (sessionId: Ids.SessionId, leaseId: string, spent: Counts) => Effect.Effect<void, CoordinatorError>
+  readonly policy: (profile: string) => Effect.Effect<JitPolicy.JitPolicy, CoordinatorError>
+}
+
+/**
+ * The coordinator of a namespace as seen from a session's process.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const client = (
+  options: { readonly namespace: Ids.Namespace; readonly subjectRoot?: string | undefined; readonly timeoutMs?: number | undefined }
+): Effect.Effect<CoordinatorClient, never, Transport.Transport> =>
+  Effect.gen(function*() {
+    const transport = yield* Transport.Transport
+    const prefix = Subject.prefix(options.namespace, options.subjectRoot)
+    const timeoutMs = options.timeoutMs ?? 10_000
+    const call = (op: (typeof operations)[number], fields: Record<string, unknown>): Effect.Effect<unknown, CoordinatorError> => {
+      const subject = Subject.coordinator(prefix, Ids.token(op))
+      return Transport.request(subject, Envelope.encode(op, fields), { timeoutMs }).pipe(
+        Effect.provideService(Transport.Transport, transport),
+        Effect.flatMap((reply) => {
+          const decoded = Envelope.decode(Reply, reply.data, subject)
+          if (decoded instanceof TransportError) return Effect.fail(decoded)
+          return decoded.kind === "ok" ? Effect.succeed(decoded.value) : Effect.fail(decoded.error)
+        })
+      )
+    }
+    return {
+      admit: (request) =>
+        call("admit", {
+          session_id: request.sessionId,
+          profile: request.profile,
+          ...(request.policy === undefined ? {} : { policy: request.policy }),
+          deployment_consent: request.deploymentConsent ?? false,
+          ...(request.task === undefined ? {} : { task: request.task }),
+          ...(request.contractVersion === undefined ? {} : { contract_version: request.contractVersion }),
+          ...(request.instructions === undefined ? {} : { instructions: request.instructions })
+        }).pipe(Effect.flatMap(decodeReply(AdmittedReply, "admit"))) as Effect.Effect<Admitted, CoordinatorError>,
+      renew: (sessionId, leaseId, more) =>
+        call("renew", { session_id: sessionId, lease_id: leaseId, more }).pipe(Effect.flatMap(decodeReply(Lease, "renew"))),
+      release: (sessionId, leaseId, spent) => Effect.asVoid(call("release", { session_id: sessionId, lease_id: leaseId, spent })),
+      policy: (profile) => call("policy", { profile }).pipe(Effect.flatMap(decodeReply(JitPolicy.JitPolicy, "policy")))
+    }
+  })

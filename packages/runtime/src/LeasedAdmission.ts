@@ -1,0 +1,230 @@
+/**
+ * Core's `Admission` for one session, with budgets leased from the root coordinator.
+ *
+ * The session is admitted once (`coordinator.admit`); the lease it gets says how many tool
+ * versions, repairs and invocations it may spend and how many concurrency slots of its profile
+ * it holds. Spending is local: `trySpendInvocation` and `acquire` never wait on the coordinator.
+ * A background fiber renews the lease before it runs out (a quarter of `leaseLifetimeSeconds`
+ * ahead) and asks for more invocations when few are left or for slots when calls wait. A lease
+ * that reached `expiresAt` (by the context's `Clock`) spends nothing more; a budget that is spent
+ * stays spent. Without `deploymentConsent` (JT-CFG-05) no version is accepted and no code call
+ * runs. Closing the scope releases the lease, reporting what was spent; a release the
+ * coordinator does not confirm is logged as such (JT-HOST-06), never assumed.
+ *
+ * @since 0.1.0
+ */
+import { Admission, HarnessError } from "@jitbox/core"
+import type { JitPolicy } from "@jitbox/core"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Coordinator from "./Coordinator.js"
+import type * as Ids from "./Ids.js"
+import type * as Transport from "./Transport.js"
+
+/** @since 0.1.0 @category models */
+export interface LeasedAdmissionOptions extends Coordinator.AdmitRequest {
+  readonly namespace: Ids.Namespace
+  readonly subjectRoot?: string | undefined
+  /** How long one coordinator request may take (default 10 000 ms). */
+  readonly timeoutMs?: number | undefined
+  /** How often a session retries a renewal that failed, or asks for slots while calls wait (default 1 000 ms, by the `Clock`). */
+  readonly retryMs?: number | undefined
+}
+
+/** @since 0.1.0 @category models */
+export interface LeasedAdmission extends Admission.AdmissionShape {
+  readonly capability: Coordinator.CapabilityDescriptor
+  readonly deploymentConsent: boolean
+  /** The lease as last granted. */
+  readonly lease: () => Coordinator.Lease
+  /** Whether the lease ran out (or the coordinator no longer knows it): nothing more is spent. */
+  readonly expired: () => boolean
+  /** Renewals the coordinator granted. */
+  readonly renewals: () => number
+}
+
+interface Waiter {
+  readonly grant: (release: Admission.Release) => void
+  readonly signal: AbortSignal | undefined
+  readonly onAbort: (() => void) | undefined
+}
+
+/**
+ * Admits the session and keeps its lease until the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  options: LeasedAdmissionOptions
+): Effect.Effect<LeasedAdmission, Coordinator.CoordinatorError, Transport.Transport | Scope.Scope> =>
+  Effect.gen(function*() {
+    const client = yield* Coordinator.client(options)
+    const clock = yield* Effect.clock
+    const retryMs = options.retryMs ?? 1_000
+    const admitted = yield* client.admit(options)
+    const policy: JitPolicy.JitPolicy = admitted.policy
+    const consent = admitted.deploymentConsent
+    const sessionId = options.sessionId
+
+    let lease = admitted.lease
+    let revoked = false
+    // A lease holding the whole invocation budget has nothing more to ask for.
+    let upstreamSpent = lease.invocations >= policy.maximumInvocations
+    let renewals = 0
+    const spent = { invocations: 0, tools: 0, repairs: 0 }
+    const lowWater = Math.max(1, Math.ceil(lease.invocations / 4))
+    let running = 0
+    const waiting: Array<Waiter> = []
+    const wake = yield* Queue.sliding<void>(1)
+
+    const now = () => clock.unsafeCurrentTimeMillis()
+    const expired = () => revoked || now() >= lease.expiresAt
+    const left = () => lease.invocations - spent.invocations
+    const needsMore = () => consent && !upstreamSpent && left() <= lowWater
+    const wantsSlots = () => consent && waiting.length > 0 && lease.slots < policy.maximumConcurrentInvocations
+
+    const slot = (): Admission.Release => {
+      let released = false
+      return () => {
+        if (released) return
+        released = true
+        running--
+        pump()
+      }
+    }
+    const pump = () => {
+      while (waiting.length > 0 && running < lease.slots) {
+        const next = waiting.shift()!
+        if (next.onAbort !== undefined) next.signal!.removeEventListener("abort", next.onAbort)
+        running++
+        next.grant(slot())
+      }
+    }
+
+    const violation = (name: string, reason: HarnessError.PolicyViolation["reason"], detail: string) =>
+      new HarnessError.PolicyViolation({ name, reason, detail })
+
+    const renewOnce = Effect.gen(function*() {
+      const more = needsMore()
+      const before = lease.invocations
+      const result = yield* Effect.either(client.renew(sessionId, lease.id as Ids.LeaseId, more))
+      if (result._tag === "Right") {
+        lease = result.right
+        renewals++
+        if (more && lease.invocations === before) upstreamSpent = true
+        pump()
+        return true
+      }
+      const error = result.left
+      if (error._tag === "AdmissionError") {
+        revoked = true
+        return false
+      }
+      yield* Effect.logWarning(`jitbox: renewing the lease of session '${sessionId}' failed: ${error.message}`)
+      yield* Effect.sleep(retryMs)
+      return true
+    })
+
+    const renewer = Effect.gen(function*() {
+      while (!expired()) {
+        let delay = Math.max(0, lease.expiresAt - lease.lifetimeSeconds * 250 - now())
+        if (wantsSlots()) delay = Math.min(delay, retryMs)
+        if (!needsMore() && delay > 0) yield* Effect.race(Effect.sleep(delay), Queue.take(wake))
+        if (expired()) return
+        const renewAt = lease.expiresAt - lease.lifetimeSeconds * 250
+        if (now() < renewAt && !needsMore() && !wantsSlots()) continue
+        if (!(yield* renewOnce)) return
+      }
+    })
+
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        for (const waiter of waiting.splice(0)) {
+          if (waiter.onAbort !== undefined) waiter.signal!.removeEventListener("abort", waiter.onAbort)
+        }
+        if (revoked) return
+        const released = yield* Effect.either(client.release(sessionId, lease.id as Ids.LeaseId, spent))
+        if (released._tag === "Left") {
+          yield* Effect.logWarning(
+            `jitbox: the release of lease '${lease.id}' of session '${sessionId}' was not confirmed (${released.left.message}); the coordinator counts the lease as spent when it expires`
+          )
+        }
+      })
+    )
+    yield* Effect.forkScoped(renewer)
+
+    const admission: LeasedAdmission = {
+      policy,
+      capability: admitted.capability,
+      deploymentConsent: consent,
+      lease: () => lease,
+      expired,
+      renewals: () => renewals,
+      checkVersion: ({ duration, examples, language, name, repair }) => {
+        if (!consent) {
+          throw violation(name, "ConsentRequired", `the session was admitted without deploymentConsent (JT-CFG-05): no model-written code runs`)
+        }
+        if (expired()) throw violation(name, "LeaseExpired", `the lease '${lease.id}' of session '${sessionId}' expired`)
+        if (duration === "long" && !policy.allowLongRunning) {
+          throw violation(name, "LongRunningNotAllowed", `'${name}' expects long invocations and the policy does not allow long-running tools`)
+        }
+        const needed = language === "python" ? "Python" : language === "bash" ? "Bash" : "JavaScript"
+        if (!policy.allowedLanguages.includes(needed)) {
+          throw violation(name, "LanguageNotAllowed", `the policy allows ${policy.allowedLanguages.join(", ")}; '${name}' is ${needed}`)
+        }
+        if (spent.tools >= lease.tools) throw violation(name, "ToolBudgetExhausted", `the lease allows ${lease.tools} tool versions and all are used`)
+        if (repair && spent.repairs >= lease.repairs) {
+          throw violation(name, "RepairBudgetExhausted", `the lease allows ${lease.repairs} replacement versions and all are used`)
+        }
+        if (examples > left()) {
+          throw violation(name, "InvocationBudgetExhausted", `running ${examples} examples needs more than the ${left()} invocations the lease has left`)
+        }
+      },
+      commitVersion: (repair) => {
+        spent.tools++
+        if (repair) spent.repairs++
+      },
+      trySpendInvocation: () => {
+        if (!consent || expired() || left() <= 0) {
+          Queue.unsafeOffer(wake, undefined)
+          return false
+        }
+        spent.invocations++
+        if (needsMore()) Queue.unsafeOffer(wake, undefined)
+        return true
+      },
+      acquire: (signal) => {
+        if (signal?.aborted === true) return Promise.reject(signal.reason)
+        if (running < lease.slots) {
+          running++
+          return Promise.resolve(slot())
+        }
+        return new Promise<Admission.Release>((resolve, reject) => {
+          const onAbort = signal === undefined ? undefined : () => {
+            const index = waiting.indexOf(waiter)
+            if (index !== -1) waiting.splice(index, 1)
+            reject(signal.reason)
+          }
+          const waiter: Waiter = { grant: resolve, signal, onAbort }
+          waiting.push(waiter)
+          if (onAbort !== undefined) signal!.addEventListener("abort", onAbort, { once: true })
+          Queue.unsafeOffer(wake, undefined)
+        })
+      },
+      timeoutSeconds: (duration) => duration === "long" ? policy.invocationTimeoutSeconds : policy.shortInvocationTimeoutSeconds,
+      usage: () => ({ versions: spent.tools, repairs: spent.repairs, invocations: spent.invocations, running, waiting: waiting.length })
+    }
+    return admission
+  })
+
+/**
+ * The harness's `Admission` from a coordinator lease.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: LeasedAdmissionOptions): Layer.Layer<Admission.Admission, Coordinator.CoordinatorError, Transport.Transport> =>
+  Layer.scoped(Admission.Admission, make(options))

@@ -1,0 +1,341 @@
+/**
+ * What the root coordinator and leased admission do over a transport and a ledger, as one suite:
+ * Coordinator.test.ts runs it on the in-memory transport and ledger, packages/nats runs it on a
+ * real nats-server with the JetStream KV ledger. Each test has a namespace of its own. A
+ * "restart" closes the coordinator's scope and serves a new one over a ledger built anew for the
+ * same namespace (on NATS: a new connection to the same bucket).
+ */
+import { HarnessError, JitHarness } from "@jitbox/core"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
+import * as Coordinator from "../src/Coordinator.js"
+import * as ExecutionProfile from "../src/ExecutionProfile.js"
+import * as Envelope from "../src/Envelope.js"
+import * as Ids from "../src/Ids.js"
+import * as LeasedAdmission from "../src/LeasedAdmission.js"
+import type { Ledger } from "../src/Ledger.js"
+import * as Subject from "../src/Subject.js"
+import * as Transport from "../src/Transport.js"
+
+let namespaces = 0
+const freshNamespace = () => Ids.namespace(`coord${++namespaces}_${Math.random().toString(36).slice(2, 8)}`)
+
+const profiles = ExecutionProfile.all([
+  { name: "standard", policy: { allowedLanguages: ["Python", "JavaScript"], maximumInvocations: 100, maximumConcurrentInvocations: 2 } },
+  { name: "pinned", sandboxNodeId: "node-7", location: "gpu" }
+])
+
+/** Lets the other side of the transport (and forked fibers) run. */
+const settle = (ms = 5) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+
+/** Waits (in real time, bounded) until `check` holds. */
+const until = (check: () => boolean, what: string) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 400; i++) {
+      if (check()) return
+      yield* settle()
+    }
+    assert.fail(`timed out waiting for ${what}`)
+  })
+
+const one = `export const one = tool({ description: "Answers 1.", guidelines: "Use in tests." }, async () => 1)`
+
+const code = { name: "t", language: "python" as const, duration: "short" as const, repair: false, examples: 0 }
+
+export const coordinatorConformance = (
+  name: string,
+  transport: () => Layer.Layer<Transport.Transport, unknown>,
+  ledger: (namespace: Ids.Namespace) => Layer.Layer<Ledger, unknown>
+) =>
+  describe(`Coordinator and LeasedAdmission on ${name}`, () => {
+    /** Serves a coordinator in its own scope; closing the scope stops it (a "restart" is close + start). */
+    const startCoordinator = (namespace: Ids.Namespace, options: Partial<Coordinator.CoordinatorOptions> = {}) =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(ledger(namespace), scope)
+        const coordinator = yield* Coordinator.make({ namespace, profiles, ...options }).pipe(
+          Effect.provide(context),
+          Scope.extend(scope)
+        )
+        return { coordinator, stop: Scope.close(scope, Exit.void) }
+      })
+
+    const admission = (namespace: Ids.Namespace, sessionId: string, extra: Partial<LeasedAdmission.LeasedAdmissionOptions> = {}) =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const leased = yield* LeasedAdmission.make({
+          namespace,
+          sessionId: Ids.sessionId(sessionId),
+          profile: "standard",
+          deploymentConsent: true,
+          ...extra
+        }).pipe(Scope.extend(scope))
+        return { leased, close: Scope.close(scope, Exit.void) }
+      })
+
+    const run = <A, E>(effect: Effect.Effect<A, E, Transport.Transport | Scope.Scope>) =>
+      effect.pipe(Effect.scoped, Effect.provide(transport() as Layer.Layer<Transport.Transport>))
+
+    it.effect("admission returns the capability descriptor of JT-OUT with the effective policy", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        yield* startCoordinator(namespace)
+        const client = yield* Coordinator.client({ namespace })
+        const admitted = yield* client.admit({
+          sessionId: Ids.sessionId("s1"),
+          profile: "standard",
+          policy: { maximumInvocations: 20, allowedLanguages: ["JavaScript"] },
+          deploymentConsent: true,
+          task: { goal: "sum" },
+          contractVersion: "2",
+          instructions: "Use it for sums."
+        })
+        const capability = admitted.capability
+        assert.strictEqual(capability.kind, "jitbox-jit-capability")
+        assert.strictEqual(capability.jitToolId, `jit_${namespace}_s1`)
+        assert.strictEqual(capability.executionProfile, "standard")
+        assert.strictEqual(capability.resourceGroupName, `jitbox-${namespace}-s1`)
+        assert.strictEqual(capability.contractVersion, "2")
+        assert.deepStrictEqual(capability.task, { goal: "sum" })
+        assert.strictEqual(capability.toolSpecification.instructions, "Use it for sums.")
+        assert.strictEqual(capability.toolSpecification.deploymentConsent, true)
+        assert.strictEqual(capability.toolSpecification.restrictions.maximumInvocations, 20)
+        assert.deepStrictEqual(capability.toolSpecification.restrictions.allowedLanguages, ["JavaScript"])
+        assert.strictEqual(admitted.lease.invocations, 20)
+        assert.strictEqual(admitted.lease.slots, 2)
+
+        const pinned = yield* client.admit({ sessionId: Ids.sessionId("s2"), profile: "pinned", deploymentConsent: true })
+        assert.strictEqual(pinned.capability.backend, "worker")
+        assert.strictEqual(pinned.capability.sandboxNodeId, "node-7")
+        assert.strictEqual(pinned.capability.executionProfile, undefined)
+        assert.strictEqual(pinned.capability.resourceGroupName, undefined)
+        assert.strictEqual(pinned.location, "gpu")
+      })))
+
+    it.effect("a request for more than its profile, or an unknown profile, is a typed error across the wire", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        yield* startCoordinator(namespace)
+        const client = yield* Coordinator.client({ namespace })
+        const wider = yield* Effect.flip(client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", policy: { maximumInvocations: 101 } }))
+        assert.instanceOf(wider, HarnessError.ConfigError)
+        assert.strictEqual((wider as HarnessError.ConfigError).option, "policy.maximumInvocations")
+        const language = yield* Effect.flip(client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", policy: { allowedLanguages: ["Bash"] } }))
+        assert.strictEqual((language as HarnessError.ConfigError).option, "policy.allowedLanguages")
+        const unknown = yield* Effect.flip(client.admit({ sessionId: Ids.sessionId("s1"), profile: "premium" }))
+        assert.instanceOf(unknown, Coordinator.AdmissionError)
+        assert.strictEqual((unknown as Coordinator.AdmissionError).reason, "ProfileNotFound")
+        const ceiling = yield* client.policy("standard")
+        assert.strictEqual(ceiling.maximumInvocations, 100)
+      })))
+
+    it.effect("a session spends its lease locally: no coordinator request per call", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const { coordinator } = yield* startCoordinator(namespace)
+        const { leased } = yield* admission(namespace, "s1", { policy: { maximumInvocations: 50 } })
+        const before = coordinator.requests()
+        assert.strictEqual(before, 1)
+        leased.checkVersion(code)
+        leased.commitVersion(false)
+        for (let i = 0; i < 30; i++) {
+          assert.isTrue(leased.trySpendInvocation())
+          const release = yield* Effect.promise(() => leased.acquire(undefined))
+          release()
+        }
+        yield* settle(20)
+        assert.strictEqual(coordinator.requests(), before)
+        assert.deepStrictEqual(leased.usage(), { versions: 1, repairs: 0, invocations: 30, running: 0, waiting: 0 })
+      })))
+
+    it.effect("the lease is renewed in the background before it expires (TestClock)", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const { coordinator } = yield* startCoordinator(namespace)
+        const { leased } = yield* admission(namespace, "s1", { policy: { leaseLifetimeSeconds: 60 } })
+        assert.strictEqual(leased.lease().expiresAt, 60_000)
+        yield* settle()
+        yield* TestClock.adjust("44 seconds")
+        yield* settle(20)
+        assert.strictEqual(leased.renewals(), 0)
+        // At 45 s (a quarter of the lifetime ahead) the lease is renewed for another 60 s.
+        yield* TestClock.adjust("1 second")
+        yield* until(() => leased.renewals() === 1, "a renewal")
+        assert.strictEqual(leased.lease().expiresAt, 45_000 + 60_000)
+        assert.strictEqual(coordinator.requests(), 2)
+        yield* TestClock.adjust("21 seconds")
+        assert.isFalse(leased.expired())
+        assert.isTrue(leased.trySpendInvocation())
+      })))
+
+    it.effect("a lease nobody renews expires: the session spends nothing more and the coordinator refuses it", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const first = yield* startCoordinator(namespace)
+        const { leased } = yield* admission(namespace, "s1", { policy: { leaseLifetimeSeconds: 30 }, retryMs: 60_000 })
+        const leaseId = leased.lease().id
+        yield* first.stop
+        yield* TestClock.adjust("31 seconds")
+        assert.isTrue(leased.expired())
+        assert.isFalse(leased.trySpendInvocation())
+        assert.throws(() => leased.checkVersion(code), /expired/)
+        yield* startCoordinator(namespace)
+        const client = yield* Coordinator.client({ namespace })
+        const refused = yield* Effect.flip(client.renew(Ids.sessionId("s1"), leaseId, false))
+        assert.instanceOf(refused, Coordinator.AdmissionError)
+        assert.strictEqual((refused as Coordinator.AdmissionError).reason, "LeaseExpired")
+      })))
+
+    it.effect("an exhausted maximumInvocations stays exhausted across a coordinator restart", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const first = yield* startCoordinator(namespace)
+        const one = yield* admission(namespace, "s1", { policy: { maximumInvocations: 3, maximumConcurrentInvocations: 1 } })
+        for (let i = 0; i < 3; i++) assert.isTrue(one.leased.trySpendInvocation())
+        assert.isFalse(one.leased.trySpendInvocation())
+        yield* one.close
+        yield* first.stop
+        const second = yield* startCoordinator(namespace)
+        const again = yield* admission(namespace, "s1", { policy: { maximumInvocations: 3, maximumConcurrentInvocations: 1 } })
+        assert.strictEqual(again.leased.lease().invocations, 0)
+        assert.isFalse(again.leased.trySpendInvocation())
+        yield* again.close
+        yield* second.stop
+      })))
+
+    it.effect("a restart neither loses nor doubles a budget: reported spending returns the rest, a lost lease counts whole", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const first = yield* startCoordinator(namespace)
+        const one = yield* admission(namespace, "s1", { policy: { maximumInvocations: 10 } })
+        assert.strictEqual(one.leased.lease().invocations, 10)
+        for (let i = 0; i < 4; i++) assert.isTrue(one.leased.trySpendInvocation())
+        yield* one.close // releases, reporting 4 spent
+        yield* first.stop
+        yield* startCoordinator(namespace)
+        const client = yield* Coordinator.client({ namespace })
+        const second = yield* client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", policy: { maximumInvocations: 10 }, deploymentConsent: true })
+        assert.strictEqual(second.lease.invocations, 6)
+        // The process holding the second lease dies without a release: its 6 are spent for good.
+        const third = yield* client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", policy: { maximumInvocations: 10 }, deploymentConsent: true })
+        assert.strictEqual(third.lease.invocations, 0)
+      })))
+
+    it.effect("two sessions under one profile never hold more than its maximumConcurrentInvocations together", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        yield* startCoordinator(namespace)
+        const a = yield* admission(namespace, "a", { retryMs: 1_000 })
+        const b = yield* admission(namespace, "b", { retryMs: 1_000 })
+        assert.strictEqual(a.leased.lease().slots + b.leased.lease().slots, 2)
+        let running = 0
+        let most = 0
+        const done = new Map<LeasedAdmission.LeasedAdmission, number>([[a.leased, 0], [b.leased, 0]])
+        const work = (leased: LeasedAdmission.LeasedAdmission) =>
+          Effect.promise(async () => {
+            const release = await leased.acquire(undefined)
+            running++
+            most = Math.max(most, running)
+            await new Promise((resolve) => setTimeout(resolve, 2))
+            running--
+            release()
+            done.set(leased, done.get(leased)! + 1)
+          })
+        const fibers = yield* Effect.forkAll([...Array.from({ length: 6 }, () => work(a.leased)), ...Array.from({ length: 6 }, () => work(b.leased))])
+        yield* until(() => done.get(a.leased) === 6 && b.leased.usage().waiting === 6, "session a's calls")
+        assert.strictEqual(done.get(b.leased), 0)
+        // a ends: its slots go back to the profile, and b's next renewal (it has waiting calls) takes them.
+        yield* a.close
+        for (let i = 0; i < 400 && done.get(b.leased)! < 6; i++) {
+          yield* TestClock.adjust("1 second")
+          yield* settle()
+        }
+        assert.strictEqual(done.get(b.leased), 6)
+        yield* fibers.await
+        assert.strictEqual(b.leased.lease().slots, 2)
+        assert.strictEqual(most, 2)
+      })))
+
+    it.effect("a session admitted without deploymentConsent cannot run code", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        yield* startCoordinator(namespace)
+        const { leased } = yield* admission(namespace, "s1", { deploymentConsent: false })
+        assert.isFalse(leased.deploymentConsent)
+        assert.isFalse(leased.capability.toolSpecification.deploymentConsent)
+        assert.deepStrictEqual([leased.lease().invocations, leased.lease().tools, leased.lease().slots], [0, 0, 0])
+        const error = (() => {
+          try {
+            leased.checkVersion(code)
+          } catch (error) {
+            return error
+          }
+        })()
+        assert.instanceOf(error, HarnessError.PolicyViolation)
+        assert.strictEqual((error as HarnessError.PolicyViolation).reason, "ConsentRequired")
+        assert.isFalse(leased.trySpendInvocation())
+      })))
+
+    it.effect("a harness spends a leased admission: code only with consent, and no coordinator request per call", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const { coordinator } = yield* startCoordinator(namespace)
+        const policy = { allowedLanguages: ["JavaScript"] as const, maximumInvocations: 3, maximumConcurrentInvocations: 1 }
+        const refused = yield* admission(namespace, "s0", { deploymentConsent: false, policy })
+        const unconsented = new JitHarness({ admission: refused.leased })
+        const error = yield* Effect.promise(() => unconsented.createTool({ entrypoint: "one", source: one }).then(() => undefined, (error: unknown) => error))
+        assert.instanceOf(error, HarnessError.PolicyViolation)
+        assert.strictEqual((error as HarnessError.PolicyViolation).reason, "ConsentRequired")
+
+        const { leased } = yield* admission(namespace, "s1", { policy })
+        const harness = new JitHarness({ admission: leased })
+        yield* Effect.promise(() => harness.createTool({ entrypoint: "one", source: one }))
+        const before = coordinator.requests()
+        for (let i = 0; i < 3; i++) assert.strictEqual(yield* Effect.promise(() => harness.callTool("one")), 1)
+        const spent = yield* Effect.promise(() => harness.callTool("one").then(() => undefined, (error: unknown) => error))
+        assert.instanceOf(spent, HarnessError.ToolRejected)
+        assert.strictEqual((spent as HarnessError.ToolRejected).reason, "BudgetExhausted")
+        yield* settle(20)
+        assert.strictEqual(coordinator.requests(), before)
+      })))
+
+    it.effect("a session running low asks for more in the background, up to its budget and no further", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const { coordinator } = yield* startCoordinator(namespace, { invocationsPerGrant: 4 })
+        const { leased } = yield* admission(namespace, "s1", { policy: { maximumInvocations: 10 } })
+        assert.strictEqual(leased.lease().invocations, 4)
+        let spent = 0
+        for (let round = 0; round < 10 && spent < 10; round++) {
+          while (leased.trySpendInvocation()) spent++
+          yield* until(() => leased.lease().invocations > spent || leased.lease().invocations === 10, "more invocations")
+        }
+        assert.strictEqual(spent, 10)
+        assert.isFalse(leased.trySpendInvocation())
+        yield* settle(20)
+        // admit, 4 → 8, 8 → 10, and at most one more ask that finds the budget spent
+        assert.isAtMost(coordinator.requests(), 4)
+      })))
+
+    it.effect("a message that does not decode gets a typed error reply and changes nothing", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const { coordinator } = yield* startCoordinator(namespace)
+        const subject = Subject.coordinator(Subject.prefix(namespace), Ids.token("admit"))
+        for (const payload of ["{ not json", Envelope.encode("admit", { session_id: "a.b", profile: "standard" }), Envelope.encode("renew", {})]) {
+          const reply = yield* Transport.request(subject, payload, { timeoutMs: 5_000 })
+          const parsed = JSON.parse(Transport.text(reply)) as { kind: string; error: { _tag: string; reason: string } }
+          assert.strictEqual(parsed.kind, "error")
+          assert.strictEqual(parsed.error._tag, "TransportError")
+          assert.strictEqual(parsed.error.reason, "Decode")
+        }
+        assert.strictEqual(coordinator.requests(), 3)
+        const client = yield* Coordinator.client({ namespace })
+        const admitted = yield* client.admit({ sessionId: Ids.sessionId("a"), profile: "standard", deploymentConsent: true })
+        assert.strictEqual(admitted.lease.invocations, 16)
+      })))
+  })
