@@ -240,6 +240,9 @@ export const make = (
         } catch (error) {
           const lost: unknown = watched?.lost.signal.reason
           if (lost instanceof TransportError && lost.reason === "WorkerLost") throw lost
+          // the caller gave up (the harness's deadline, a cancel): its reason says what happened,
+          // not the worker's answer to the cancel racing it
+          if (lost !== undefined && watched?.lost.signal.aborted === true) throw lost
           const busy = error instanceof TransportError && error.reason === "Busy"
           if (!busy || signal?.aborted === true || clock.unsafeCurrentTimeMillis() + busyRetryMs >= deadline) throw error
           await sleep(busyRetryMs)
@@ -316,8 +319,8 @@ export const make = (
       const lost = new AbortController()
       const watched: Watched = { lastHeard: Date.now(), lost }
       entry?.watched.set(context.callId, watched)
-      const onCallerAbort = () => lost.abort()
-      if (signal?.aborted === true) lost.abort()
+      const onCallerAbort = () => lost.abort(signal?.reason)
+      if (signal?.aborted === true) lost.abort(signal.reason)
       signal?.addEventListener("abort", onCallerAbort, { once: true })
       const watchdog = setInterval(() => {
         if (Date.now() - watched.lastHeard <= heartbeatMs * heartbeatMisses) return

@@ -9,8 +9,9 @@
  *   (`session.<sid>.package`, in chunks that fit `max_payload`) and activated in the worker's
  *   `SandboxRunner` (never trusted mode). Activations are kept in a bounded LRU cache keyed by
  *   (session, version): two sessions with the same package never share module state.
- * - **Deadlines**: each invocation carries the milliseconds left; the worker aborts it when they
- *   pass (the sandbox kills its process group).
+ * - **Deadlines**: each invocation carries the milliseconds left; the session cancels it when they
+ *   pass, and the worker aborts it itself a second later if no cancel came (the sandbox kills its
+ *   process group).
  * - **Cancel**: a `cancel` on `workers.cancel` naming (session, call id) kills the process group of
  *   that invocation, on whichever worker runs it.
  * - **Nested calls**: a child's `harness.callTool` goes back to the owning session on
@@ -35,6 +36,9 @@ import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
 import * as WorkerProtocol from "./WorkerProtocol.js"
+
+/** How long past a call's deadline the worker waits for the session's cancel before it aborts the call itself. */
+const DeadlineBackstopMs = 1_000
 
 /** @since 0.1.0 @category models */
 export interface WorkerOptions {
@@ -244,7 +248,9 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       const deadline = request.timeout_ms === null ? null : Date.now() + request.timeout_ms
       const abort = () => controller.abort()
       drained.addEventListener("abort", abort, { once: true })
-      const timer = deadline === null ? undefined : setTimeout(abort, Math.max(0, deadline - Date.now()))
+      // a backstop for a cancel that never comes: at the deadline itself the session's harness
+      // times the call out and cancels it, and must not race the worker's own abort
+      const timer = deadline === null ? undefined : setTimeout(abort, Math.max(0, deadline - Date.now()) + DeadlineBackstopMs)
       running.set(runningKey, { sessionId: request.session_id, callId: request.call_id, controller, deadline })
       try {
         await entry.ready
