@@ -16,6 +16,7 @@ import * as Layer from "effect/Layer"
 import { type ConfigError, PolicyViolation } from "./HarnessError.js"
 import * as JitPolicy from "./JitPolicy.js"
 import type { CodeLanguage } from "./ToolOrigin.js"
+import * as Slots from "./Slots.js"
 
 /** A new version asking to be counted. @since 0.1.0 @category models */
 export interface VersionRequest {
@@ -38,7 +39,7 @@ export interface Usage {
 }
 
 /** Frees a concurrency slot; calling it twice frees it once. @since 0.1.0 @category models */
-export type Release = () => void
+export type Release = Slots.Release
 
 /** @since 0.1.0 @category models */
 export interface AdmissionShape {
@@ -93,11 +94,6 @@ export const unlimited = (): AdmissionShape => {
   }
 }
 
-interface Waiter {
-  readonly grant: (release: Release) => void
-  readonly signal: AbortSignal | undefined
-  readonly onAbort: (() => void) | undefined
-}
 
 /**
  * Budgets of one policy kept in this process, for the lifetime of the harness that owns them.
@@ -109,23 +105,7 @@ export const local = (policy: JitPolicy.JitPolicy): AdmissionShape => {
   let versions = 0
   let repairs = 0
   let invocations = 0
-  let running = 0
-  const waiting: Array<Waiter> = []
-
-  const slot = (): Release => {
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      const next = waiting.shift()
-      if (next === undefined) {
-        running--
-        return
-      }
-      if (next.onAbort !== undefined) next.signal!.removeEventListener("abort", next.onAbort)
-      next.grant(slot())
-    }
-  }
+  const slots = Slots.make(() => policy.maximumConcurrentInvocations)
 
   const violation = (name: string, reason: PolicyViolation["reason"], detail: string) =>
     new PolicyViolation({ name, reason, detail })
@@ -163,25 +143,9 @@ export const local = (policy: JitPolicy.JitPolicy): AdmissionShape => {
       invocations++
       return true
     },
-    acquire: (signal) => {
-      if (signal?.aborted === true) return Promise.reject(signal.reason)
-      if (running < policy.maximumConcurrentInvocations) {
-        running++
-        return Promise.resolve(slot())
-      }
-      return new Promise<Release>((resolve, reject) => {
-        const onAbort = signal === undefined ? undefined : () => {
-          const index = waiting.indexOf(waiter)
-          if (index !== -1) waiting.splice(index, 1)
-          reject(signal.reason)
-        }
-        const waiter: Waiter = { grant: resolve, signal, onAbort }
-        waiting.push(waiter)
-        if (onAbort !== undefined) signal!.addEventListener("abort", onAbort, { once: true })
-      })
-    },
+    acquire: slots.acquire,
     timeoutSeconds: (duration) => duration === "long" ? policy.invocationTimeoutSeconds : policy.shortInvocationTimeoutSeconds,
-    usage: () => ({ versions, repairs, invocations, running, waiting: waiting.length })
+    usage: () => ({ versions, repairs, invocations, running: slots.running(), waiting: slots.waiting() })
   }
 }
 

@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { Admission, HarnessError } from "@jitbox/core"
+import { Admission, HarnessError, Slots } from "@jitbox/core"
 import type { JitPolicy } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -45,12 +45,6 @@ export interface LeasedAdmission extends Admission.AdmissionShape {
   readonly renewals: () => number
 }
 
-interface Waiter {
-  readonly grant: (release: Admission.Release) => void
-  readonly signal: AbortSignal | undefined
-  readonly onAbort: (() => void) | undefined
-}
-
 /**
  * Admits the session and keeps its lease until the scope closes.
  *
@@ -76,33 +70,15 @@ export const make = (
     let renewals = 0
     const spent = { invocations: 0, tools: 0, repairs: 0 }
     const lowWater = Math.max(1, Math.ceil(lease.invocations / 4))
-    let running = 0
-    const waiting: Array<Waiter> = []
     const wake = yield* Queue.sliding<void>(1)
 
     const now = () => clock.unsafeCurrentTimeMillis()
     const expired = () => revoked || now() >= lease.expiresAt
     const left = () => lease.invocations - spent.invocations
     const needsMore = () => consent && !upstreamSpent && left() <= lowWater
-    const wantsSlots = () => consent && waiting.length > 0 && lease.slots < policy.maximumConcurrentInvocations
+    const wantsSlots = () => consent && slots.waiting() > 0 && lease.slots < policy.maximumConcurrentInvocations
 
-    const slot = (): Admission.Release => {
-      let released = false
-      return () => {
-        if (released) return
-        released = true
-        running--
-        pump()
-      }
-    }
-    const pump = () => {
-      while (waiting.length > 0 && running < lease.slots) {
-        const next = waiting.shift()!
-        if (next.onAbort !== undefined) next.signal!.removeEventListener("abort", next.onAbort)
-        running++
-        next.grant(slot())
-      }
-    }
+    const slots = Slots.make(() => lease.slots, () => Queue.unsafeOffer(wake, undefined))
 
     const violation = (name: string, reason: HarnessError.PolicyViolation["reason"], detail: string) =>
       new HarnessError.PolicyViolation({ name, reason, detail })
@@ -115,7 +91,7 @@ export const make = (
         lease = result.right
         renewals++
         if (more && lease.invocations === before) upstreamSpent = true
-        pump()
+        slots.pump()
         return true
       }
       const error = result.left
@@ -142,9 +118,7 @@ export const make = (
 
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
-        for (const waiter of waiting.splice(0)) {
-          if (waiter.onAbort !== undefined) waiter.signal!.removeEventListener("abort", waiter.onAbort)
-        }
+        slots.clear()
         if (revoked) return
         const released = yield* Effect.either(client.release(sessionId, lease.id as Ids.LeaseId, spent))
         if (released._tag === "Left") {
@@ -196,26 +170,9 @@ export const make = (
         if (needsMore()) Queue.unsafeOffer(wake, undefined)
         return true
       },
-      acquire: (signal) => {
-        if (signal?.aborted === true) return Promise.reject(signal.reason)
-        if (running < lease.slots) {
-          running++
-          return Promise.resolve(slot())
-        }
-        return new Promise<Admission.Release>((resolve, reject) => {
-          const onAbort = signal === undefined ? undefined : () => {
-            const index = waiting.indexOf(waiter)
-            if (index !== -1) waiting.splice(index, 1)
-            reject(signal.reason)
-          }
-          const waiter: Waiter = { grant: resolve, signal, onAbort }
-          waiting.push(waiter)
-          if (onAbort !== undefined) signal!.addEventListener("abort", onAbort, { once: true })
-          Queue.unsafeOffer(wake, undefined)
-        })
-      },
+      acquire: slots.acquire,
       timeoutSeconds: (duration) => duration === "long" ? policy.invocationTimeoutSeconds : policy.shortInvocationTimeoutSeconds,
-      usage: () => ({ versions: spent.tools, repairs: spent.repairs, invocations: spent.invocations, running, waiting: waiting.length })
+      usage: () => ({ versions: spent.tools, repairs: spent.repairs, invocations: spent.invocations, running: slots.running(), waiting: slots.waiting() })
     }
     return admission
   })
