@@ -13,6 +13,9 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import * as Ids from "../src/Ids.js"
+import * as RemoteSession from "../src/RemoteSession.js"
+import * as Sessions from "../src/Sessions.js"
+import * as SnapshotStore from "../src/SnapshotStore.js"
 import * as StreamPublisher from "../src/StreamPublisher.js"
 import * as Subject from "../src/Subject.js"
 import * as Transport from "../src/Transport.js"
@@ -103,6 +106,30 @@ export const streamConformance = (name: string, makeLayer: () => Layer.Layer<Tra
           [`${prefix}.profile.s1`, "profile", "twice", 1, "completed"]
         ])
         assert.strictEqual(profile[1]!.body.record?.session_id, "s1")
+      }))
+
+    it.scopedLive("in the context of Sessions, a remote call's events and records are published for the session it ran in", () =>
+      Effect.gen(function*() {
+        const prefix = freshPrefix()
+        const transportContext = yield* Layer.build(makeLayer())
+        const transport = Context.get(transportContext, Transport.Transport)
+        const events = yield* collect(transport, Subject.allEvents(prefix), 2)
+        const records = yield* collect(transport, Subject.allProfiles(prefix), 2)
+        const sinks = yield* Layer.build(StreamPublisher.layer({ prefix })).pipe(Effect.provide(transportContext))
+        yield* Sessions.make({ prefix, harness: { tools: [add] } }).pipe(
+          Effect.provide(Context.merge(Context.add(transportContext, SnapshotStore.SnapshotStore, SnapshotStore.makeMemory()), sinks))
+        )
+        const remote = new RemoteSession.RemoteSession(transport, "remote1", { prefix, timeoutMs: 10_000 })
+        yield* Effect.promise(() => remote.createTool({ entrypoint: "twice", source: twiceSource }))
+        assert.strictEqual(yield* Effect.promise(() => remote.callTool("twice", { value: 3 })), 6)
+        assert.deepStrictEqual((yield* Fiber.join(events)).map((m) => [m.subject, m.body.event?.payload.session_id]), [
+          [`${prefix}.events.remote1.jit_tool_started`, "remote1"],
+          [`${prefix}.events.remote1.jit_tool_completed`, "remote1"]
+        ])
+        assert.deepStrictEqual((yield* Fiber.join(records)).map((m) => [m.subject, m.body.record?.tool_name]), [
+          [`${prefix}.profile.remote1`, "add"],
+          [`${prefix}.profile.remote1`, "twice"]
+        ])
       }))
 
     it.scopedLive("a full queue drops, and the loss arrives in-band as jit_events_dropped with the exact count", () =>
