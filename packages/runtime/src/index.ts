@@ -97,3 +97,8 @@ export * as Worker from "./Worker.js"
  * @since 0.1.0
  */
 export * as WorkerProtocol from "./WorkerProtocol.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as StreamPublisher from "./StreamPublisher.js"

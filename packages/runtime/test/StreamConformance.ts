@@ -1,0 +1,188 @@
+/**
+ * Event and profile streams over a transport, as one suite: call it with a name and a factory of
+ * the transport layer (StreamPublisher.test.ts on the in-memory transport,
+ * packages/nats/test/NatsStreamPublisher.test.ts on a real nats-server). Each test uses a
+ * namespace of its own.
+ */
+import { Harness, tool } from "@jitbox/core"
+import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import * as Ids from "../src/Ids.js"
+import * as RemoteSession from "../src/RemoteSession.js"
+import * as Sessions from "../src/Sessions.js"
+import * as SnapshotStore from "../src/SnapshotStore.js"
+import * as StreamPublisher from "../src/StreamPublisher.js"
+import * as Subject from "../src/Subject.js"
+import * as Transport from "../src/Transport.js"
+import { TransportError } from "../src/TransportError.js"
+
+let namespaces = 0
+const freshPrefix = () => Subject.prefix(Ids.namespace(`strm${++namespaces}_${Math.random().toString(36).slice(2, 8)}`))
+
+const add = tool(
+  {
+    name: "add",
+    description: "Add two integers.",
+    guidelines: "Use for integer addition.",
+    parameters: { type: "object", properties: { left: { type: "integer" }, right: { type: "integer" } }, required: ["left", "right"] }
+  },
+  ({ left, right }: { left: number; right: number }) => left + right
+)
+
+/** Events are emitted for the model's tools (code, text, management), not for base tools. */
+const twiceSource = `
+export const twice = tool({
+  description: "Add the same integer twice.",
+  guidelines: "Use to add an integer to itself.",
+  parameters: { type: "object", properties: { value: { type: "integer" } }, required: ["value"] }
+}, async ({ value }: { value: number }) => await harness.callTool("add", { left: value, right: value }))
+`
+
+/** A harness with \`twice\` (a code tool run in process) over the base tool \`add\`. */
+const harnessWithTwice = (sessionId: string, sinks: Context.Context<never>) =>
+  Effect.gen(function*() {
+    const harness = yield* Harness.makeScoped({ tools: [add], sessionId, codeExecution: "trusted" }).pipe(Effect.provide(sinks))
+    yield* Effect.promise(() => harness.createTool({ entrypoint: "twice", source: twiceSource }))
+    return harness
+  })
+
+interface Received {
+  readonly subject: string
+  readonly body: { v: number; kind: string; event?: { name: string; payload: Record<string, unknown> }; record?: Record<string, unknown> }
+}
+
+/** The first `count` messages on `pattern`, read by a fiber subscribed before this returns. */
+const collect = (transport: Transport.TransportShape, pattern: Subject.Pattern, count: number) =>
+  Effect.gen(function*() {
+    const stream = yield* transport.subscribe(pattern)
+    return yield* stream.pipe(
+      Stream.take(count),
+      Stream.map((message): Received => ({ subject: message.subject, body: JSON.parse(Transport.text(message)) })),
+      Stream.runCollect,
+      Effect.map(Chunk.toReadonlyArray),
+      Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error(`fewer than ${count} messages on ${pattern}`) }),
+      Effect.forkScoped
+    )
+  })
+
+const started = (session: string, n: number) => ({
+  type: "CUSTOM" as const,
+  name: "jit_tool_started" as const,
+  payload: { session_id: session, tool_call_id: `call_${n}`, tool_name: "add", origin: "text" as const }
+})
+
+export const streamConformance = (name: string, makeLayer: () => Layer.Layer<Transport.Transport, TransportError>) =>
+  describe(`Event and profile streams: ${name}`, () => {
+    it.scopedLive("a subscriber of one session and one of the namespace both receive a call's events and its record", () =>
+      Effect.gen(function*() {
+        const prefix = freshPrefix()
+        const transportContext = yield* Layer.build(makeLayer())
+        const transport = Context.get(transportContext, Transport.Transport)
+        const session = Ids.sessionId("s1")
+        const one = yield* collect(transport, Subject.sessionEvents(prefix, session), 2)
+        const all = yield* collect(transport, Subject.allEvents(prefix), 2)
+        const records = yield* collect(transport, Subject.profile(prefix, session), 2)
+        const sinks = yield* Layer.build(StreamPublisher.layer({ prefix })).pipe(Effect.provide(transportContext))
+        const harness = yield* harnessWithTwice(session, sinks)
+        assert.strictEqual(yield* Effect.promise(() => harness.callTool("twice", { value: 2 })), 4)
+        for (const received of [yield* Fiber.join(one), yield* Fiber.join(all)]) {
+          assert.deepStrictEqual(received.map((m) => m.subject), [`${prefix}.events.s1.jit_tool_started`, `${prefix}.events.s1.jit_tool_completed`])
+          assert.deepStrictEqual(received.map((m) => [m.body.v, m.body.kind, m.body.event?.name]), [
+            [1, "event", "jit_tool_started"],
+            [1, "event", "jit_tool_completed"]
+          ])
+          assert.strictEqual(received[1]!.body.event?.payload.success, true)
+          assert.strictEqual(received[0]!.body.event?.payload.tool_call_id, received[1]!.body.event?.payload.tool_call_id)
+        }
+        // One record per finished attempt: the nested base call first, then the code tool.
+        const profile = yield* Fiber.join(records)
+        assert.deepStrictEqual(profile.map((m) => [m.subject, m.body.kind, m.body.record?.tool_name, m.body.record?.depth, m.body.record?.status]), [
+          [`${prefix}.profile.s1`, "profile", "add", 2, "completed"],
+          [`${prefix}.profile.s1`, "profile", "twice", 1, "completed"]
+        ])
+        assert.strictEqual(profile[1]!.body.record?.session_id, "s1")
+      }))
+
+    it.scopedLive("in the context of Sessions, a remote call's events and records are published for the session it ran in", () =>
+      Effect.gen(function*() {
+        const prefix = freshPrefix()
+        const transportContext = yield* Layer.build(makeLayer())
+        const transport = Context.get(transportContext, Transport.Transport)
+        const events = yield* collect(transport, Subject.allEvents(prefix), 2)
+        const records = yield* collect(transport, Subject.allProfiles(prefix), 2)
+        const sinks = yield* Layer.build(StreamPublisher.layer({ prefix })).pipe(Effect.provide(transportContext))
+        yield* Sessions.make({ prefix, harness: { tools: [add] } }).pipe(
+          Effect.provide(Context.merge(Context.add(transportContext, SnapshotStore.SnapshotStore, SnapshotStore.makeMemory()), sinks))
+        )
+        const remote = new RemoteSession.RemoteSession(transport, "remote1", { prefix, timeoutMs: 10_000 })
+        yield* Effect.promise(() => remote.createTool({ entrypoint: "twice", source: twiceSource }))
+        assert.strictEqual(yield* Effect.promise(() => remote.callTool("twice", { value: 3 })), 6)
+        assert.deepStrictEqual((yield* Fiber.join(events)).map((m) => [m.subject, m.body.event?.payload.session_id]), [
+          [`${prefix}.events.remote1.jit_tool_started`, "remote1"],
+          [`${prefix}.events.remote1.jit_tool_completed`, "remote1"]
+        ])
+        assert.deepStrictEqual((yield* Fiber.join(records)).map((m) => [m.subject, m.body.record?.tool_name]), [
+          [`${prefix}.profile.remote1`, "add"],
+          [`${prefix}.profile.remote1`, "twice"]
+        ])
+      }))
+
+    it.scopedLive("a full queue drops, and the loss arrives in-band as jit_events_dropped with the exact count", () =>
+      Effect.gen(function*() {
+        const prefix = freshPrefix()
+        const transportContext = yield* Layer.build(makeLayer())
+        const transport = Context.get(transportContext, Transport.Transport)
+        const received = yield* collect(transport, Subject.sessionEvents(prefix, Ids.sessionId("s2")), 6)
+        const publisher = yield* StreamPublisher.make({ prefix, queueSize: 3 }).pipe(Effect.provide(transportContext))
+        // Synchronously, as dispatch calls it: the drain cannot run in between.
+        for (let n = 1; n <= 10; n++) publisher.events.emit(started("s2", n))
+        assert.strictEqual(publisher.pending(), 3)
+        yield* Effect.sleep("50 millis")
+        publisher.events.emit(started("s2", 11))
+        publisher.events.emit(started("s2", 12))
+        const messages = yield* Fiber.join(received)
+        assert.deepStrictEqual(messages.map((m) => m.body.event?.name === "jit_events_dropped" ? `dropped ${m.body.event.payload.dropped}` : m.body.event?.payload.tool_call_id), [
+          "call_1",
+          "call_2",
+          "call_3",
+          "dropped 7",
+          "call_11",
+          "call_12"
+        ])
+        assert.strictEqual(messages[3]!.subject, `${prefix}.events.s2.jit_events_dropped`)
+      }))
+
+    it.scopedLive("a transport that refuses to publish does not hold up a call; the loss is reported once it recovers", () =>
+      Effect.gen(function*() {
+        const prefix = freshPrefix()
+        const transportContext = yield* Layer.build(makeLayer())
+        const transport = Context.get(transportContext, Transport.Transport)
+        let broken = true
+        let refused = 0
+        const failing: Transport.TransportShape = {
+          ...transport,
+          publish: (subject, payload, headers) => {
+            if (broken) {
+              if (!subject.endsWith(".jit_events_dropped")) refused++
+              throw new TransportError({ reason: "Closed", subject, detail: "the test broke it" })
+            }
+            transport.publish(subject, payload, headers)
+          }
+        }
+        const received = yield* collect(transport, Subject.sessionEvents(prefix, Ids.sessionId("s3")), 1)
+        const sinks = yield* Layer.build(StreamPublisher.layer({ prefix })).pipe(Effect.provide(Context.make(Transport.Transport, failing)))
+        const harness = yield* harnessWithTwice("s3", sinks)
+        for (let n = 0; n < 5; n++) assert.strictEqual(yield* Effect.promise(() => harness.callTool("twice", { value: n })), 2 * n)
+        while (refused < 20) yield* Effect.sleep("10 millis")
+        broken = false
+        const [notice] = yield* Fiber.join(received)
+        assert.strictEqual(notice!.body.event?.name, "jit_events_dropped")
+        // Five calls: a started and a completed event each, and two records (twice and its nested add).
+        assert.strictEqual(notice!.body.event?.payload.dropped, 20)
+      }))
+  })
