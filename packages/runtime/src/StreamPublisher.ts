@@ -4,7 +4,7 @@
  * runtime's envelope:
  *
  *     {"v":1,"kind":"event","event":{"type":"CUSTOM","name":"jit_tool_started","payload":{…}}}
- *     {"v":1,"kind":"profile","record":{"call_id":"…","tool_name":"add",…,"session_id":"s1","parent_call_id":null,"depth":0}}
+ *     {"v":1,"kind":"profile_record","record":{"call_id":"…","tool_name":"add",…,"session_id":"s1","parent_call_id":null,"depth":0}}
  *
  * Publishing never blocks dispatch: the core's sinks are called synchronously on the dispatch
  * path, so they only append to a bounded queue, and a fiber scoped to the layer drains it to the
@@ -163,7 +163,7 @@ export const make = (
       },
       profile: {
         record: (record) =>
-          enqueue(record.session_id, (session) => Subject.profile(prefix, session), () => Envelope.encode("profile", { record }))
+          enqueue(record.session_id, (session) => Subject.profile(prefix, session), () => Envelope.encode("profile_record", { record }))
       },
       pending: () => queue.length
     }

@@ -102,8 +102,8 @@ export const streamConformance = (name: string, makeLayer: () => Layer.Layer<Tra
         // One record per finished attempt: the nested base call first, then the code tool.
         const profile = yield* Fiber.join(records)
         assert.deepStrictEqual(profile.map((m) => [m.subject, m.body.kind, m.body.record?.tool_name, m.body.record?.depth, m.body.record?.status]), [
-          [`${prefix}.profile.s1`, "profile", "add", 2, "completed"],
-          [`${prefix}.profile.s1`, "profile", "twice", 1, "completed"]
+          [`${prefix}.profile.s1`, "profile_record", "add", 2, "completed"],
+          [`${prefix}.profile.s1`, "profile_record", "twice", 1, "completed"]
         ])
         assert.strictEqual(profile[1]!.body.record?.session_id, "s1")
       }))
