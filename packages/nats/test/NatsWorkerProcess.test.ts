@@ -16,6 +16,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import * as NatsTransport from "../src/NatsTransport.js"
+import { add } from "../../runtime/test/fixtures/tools.js"
 
 let server: NatsServer.Handle | undefined
 beforeAll(async () => {
@@ -24,16 +25,6 @@ beforeAll(async () => {
 afterAll(() => server?.close())
 
 const fixture = path.join(import.meta.dirname, "fixtures", "workerProcess.ts")
-
-const add = tool(
-  {
-    name: "add",
-    description: "Add two integers.",
-    guidelines: "Use for integer addition.",
-    parameters: { type: "object", properties: { left: { type: "integer" }, right: { type: "integer" } }, required: ["left", "right"] }
-  },
-  ({ left, right }: { left: number; right: number }) => left + right
-)
 
 const started: Array<unknown> = []
 const note = tool({ name: "note", description: "Notes a call.", guidelines: "Use in tests." }, (args: unknown) => {

@@ -20,6 +20,7 @@ import * as SnapshotStore from "../src/SnapshotStore.js"
 import * as Subject from "../src/Subject.js"
 import type * as Transport from "../src/Transport.js"
 import * as Worker from "../src/Worker.js"
+import { add } from "./fixtures/tools.js"
 
 let namespaces = 0
 const freshPrefix = () => Subject.prefix(Ids.namespace(`work${++namespaces}_${Math.random().toString(36).slice(2, 8)}`))
@@ -29,16 +30,6 @@ const sandbox = {
   activationTimeoutSeconds: 30,
   limits: { memoryMiB: 256, cpuSeconds: 30, openFiles: 64, processes: 256, fileSizeMiB: 8, tmpfsMiB: 16 }
 } as const
-
-const add = tool(
-  {
-    name: "add",
-    description: "Add two integers.",
-    guidelines: "Use for integer addition.",
-    parameters: { type: "object", properties: { left: { type: "integer" }, right: { type: "integer" } }, required: ["left", "right"] }
-  },
-  ({ left, right }: { left: number; right: number }) => left + right
-)
 
 /** Pids reported by the tool `hang` before it hangs, by the session's base tool `note`. */
 const noted: Array<unknown> = []

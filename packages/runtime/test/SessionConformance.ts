@@ -27,6 +27,7 @@ import * as Subject from "../src/Subject.js"
 import * as Transport from "../src/Transport.js"
 import { isTransportError, type TransportError } from "../src/TransportError.js"
 import * as WireError from "../src/WireError.js"
+import { twiceSource } from "./fixtures/tools.js"
 
 let namespaces = 0
 const freshPrefix = () => Subject.prefix(Ids.namespace(`sess${++namespaces}_${Math.random().toString(36).slice(2, 8)}`))
@@ -53,14 +54,6 @@ const echo = tool(
 )
 
 const big = tool({ name: "big", description: "Answers 300,000 characters.", guidelines: "Use in tests." }, () => "x".repeat(300_000))
-
-const twiceSource = `
-export const twice = tool({
-  description: "Add the same integer twice.",
-  guidelines: "Use to add an integer to itself.",
-  parameters: { type: "object", properties: { value: { type: "integer" } }, required: ["value"] }
-}, async ({ value }: { value: number }) => await harness.callTool("add", { left: value, right: value }))
-`
 
 const madeSource = `export const made = tool({ description: "Made inside a change.", guidelines: "Use in tests." }, async () => "made")`
 

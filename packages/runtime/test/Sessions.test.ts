@@ -17,26 +17,9 @@ import * as MemoryTransport from "../src/MemoryTransport.js"
 import * as Sessions from "../src/Sessions.js"
 import * as SnapshotStore from "../src/SnapshotStore.js"
 import * as Subject from "../src/Subject.js"
+import { add, twiceSource } from "./fixtures/tools.js"
 
 const prefix = Subject.prefix(Ids.namespace("local"))
-
-const add = tool(
-  {
-    name: "add",
-    description: "Add two integers.",
-    guidelines: "Use for integer addition.",
-    parameters: { type: "object", properties: { left: { type: "integer" }, right: { type: "integer" } }, required: ["left", "right"] }
-  },
-  ({ left, right }: { left: number; right: number }) => left + right
-)
-
-const twiceSource = `
-export const twice = tool({
-  description: "Add the same integer twice.",
-  guidelines: "Use to add an integer to itself.",
-  parameters: { type: "object", properties: { value: { type: "integer" } }, required: ["value"] }
-}, async ({ value }: { value: number }) => await harness.callTool("add", { left: value, right: value }))
-`
 
 const settle = () => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
 

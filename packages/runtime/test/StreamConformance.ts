@@ -20,28 +20,10 @@ import * as StreamPublisher from "../src/StreamPublisher.js"
 import * as Subject from "../src/Subject.js"
 import * as Transport from "../src/Transport.js"
 import { TransportError } from "../src/TransportError.js"
+import { add, twiceSource } from "./fixtures/tools.js"
 
 let namespaces = 0
 const freshPrefix = () => Subject.prefix(Ids.namespace(`strm${++namespaces}_${Math.random().toString(36).slice(2, 8)}`))
-
-const add = tool(
-  {
-    name: "add",
-    description: "Add two integers.",
-    guidelines: "Use for integer addition.",
-    parameters: { type: "object", properties: { left: { type: "integer" }, right: { type: "integer" } }, required: ["left", "right"] }
-  },
-  ({ left, right }: { left: number; right: number }) => left + right
-)
-
-/** Events are emitted for the model's tools (code, text, management), not for base tools. */
-const twiceSource = `
-export const twice = tool({
-  description: "Add the same integer twice.",
-  guidelines: "Use to add an integer to itself.",
-  parameters: { type: "object", properties: { value: { type: "integer" } }, required: ["value"] }
-}, async ({ value }: { value: number }) => await harness.callTool("add", { left: value, right: value }))
-`
 
 /** A harness with \`twice\` (a code tool run in process) over the base tool \`add\`. */
 const harnessWithTwice = (sessionId: string, sinks: Context.Context<never>) =>
