@@ -265,7 +265,8 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
               parentCallId: request.parent_call_id,
               depth: request.depth,
               withinChange: request.within_change,
-              deadline
+              // the sandbox's own bound is the backstop too, so it never races the session's timeout
+              deadline: deadline === null ? null : deadline + DeadlineBackstopMs
             }
           },
           controller.signal
