@@ -16,7 +16,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import * as NatsTransport from "../src/NatsTransport.js"
-import { add } from "../../runtime/test/fixtures/tools.js"
+import { add, twiceSource } from "../../core/test/fixtures.js"
 
 let server: NatsServer.Handle | undefined
 beforeAll(async () => {
@@ -32,11 +32,6 @@ const note = tool({ name: "note", description: "Notes a call.", guidelines: "Use
   return null
 })
 
-const twiceTs = `export const twice = tool({
-  description: "Add the same integer twice.",
-  guidelines: "Use to add an integer to itself.",
-  parameters: { type: "object", properties: { value: { type: "integer" } }, required: ["value"] }
-}, async ({ value }: { value: number }) => await harness.callTool("add", { left: value, right: value }))`
 
 const slowJs = `export const slow = tool({
   description: "Answers after a while.",
@@ -114,7 +109,7 @@ describe("a worker in another process", () => {
       const sessions = yield* Sessions.make({ prefix, harness: { tools: [add, note], codeExecution: "sandboxed" }, idleTimeout: "10 minutes" })
         .pipe(Effect.provide(Context.merge(context, runner)))
       const session = sessions.get("s1")
-      yield* Effect.promise(() => session.createTool({ entrypoint: "twice", source: twiceTs }))
+      yield* Effect.promise(() => session.createTool({ entrypoint: "twice", source: twiceSource }))
       assert.strictEqual(yield* Effect.promise(() => session.callTool("twice", { value: 21 })), 42)
 
       yield* Effect.promise(() => session.createTool({ entrypoint: "slow", language: "javascript", source: slowJs }))

@@ -20,7 +20,7 @@ import * as SnapshotStore from "../src/SnapshotStore.js"
 import * as Subject from "../src/Subject.js"
 import type * as Transport from "../src/Transport.js"
 import * as Worker from "../src/Worker.js"
-import { add } from "./fixtures/tools.js"
+import { add } from "../../core/test/fixtures.js"
 
 let namespaces = 0
 const freshPrefix = () => Subject.prefix(Ids.namespace(`work${++namespaces}_${Math.random().toString(36).slice(2, 8)}`))

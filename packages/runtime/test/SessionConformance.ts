@@ -27,7 +27,7 @@ import * as Subject from "../src/Subject.js"
 import * as Transport from "../src/Transport.js"
 import { isTransportError, type TransportError } from "../src/TransportError.js"
 import * as WireError from "../src/WireError.js"
-import { twiceSource } from "./fixtures/tools.js"
+import { twiceSource } from "../../core/test/fixtures.js"
 
 let namespaces = 0
 const freshPrefix = () => Subject.prefix(Ids.namespace(`sess${++namespaces}_${Math.random().toString(36).slice(2, 8)}`))

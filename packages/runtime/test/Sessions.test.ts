@@ -17,7 +17,7 @@ import * as MemoryTransport from "../src/MemoryTransport.js"
 import * as Sessions from "../src/Sessions.js"
 import * as SnapshotStore from "../src/SnapshotStore.js"
 import * as Subject from "../src/Subject.js"
-import { add, twiceSource } from "./fixtures/tools.js"
+import { add, twiceSource } from "../../core/test/fixtures.js"
 
 const prefix = Subject.prefix(Ids.namespace("local"))
 

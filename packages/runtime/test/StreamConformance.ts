@@ -20,7 +20,7 @@ import * as StreamPublisher from "../src/StreamPublisher.js"
 import * as Subject from "../src/Subject.js"
 import * as Transport from "../src/Transport.js"
 import { TransportError } from "../src/TransportError.js"
-import { add, twiceSource } from "./fixtures/tools.js"
+import { add, twiceSource } from "../../core/test/fixtures.js"
 
 let namespaces = 0
 const freshPrefix = () => Subject.prefix(Ids.namespace(`strm${++namespaces}_${Math.random().toString(36).slice(2, 8)}`))
