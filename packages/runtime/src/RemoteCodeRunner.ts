@@ -13,6 +13,9 @@
  * - a nested `harness.callTool` from code on a worker arrives on `session.<sid>.nested` and goes
  *   into the harness by the parent's call id (the harness resolves parent and depth itself);
  * - a cancelled call (its signal aborts) is cancelled on the worker by call id (`workers.cancel`);
+ * - a session admitted by the coordinator (`Sessions` with `admission`) is found in
+ *   `SessionLeases`: each message carries its lease id, which the worker checks with the
+ *   coordinator, and goes to its profile's pool (`location`) or pinned worker (`sandboxNodeId`);
  * - `release` forgets the activation; a session with no activation left stops serving its
  *   package and nested subjects.
  *
@@ -24,9 +27,11 @@ import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as SessionLeases from "./SessionLeases.js"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import { attempt, failed, okValue, valueOf } from "./internal/replies.js"
@@ -119,6 +124,7 @@ export const make = (
 ): Effect.Effect<CodeRunner.CodeRunnerShape, never, Scope.Scope | Transport.Transport> =>
   Effect.gen(function*() {
     const transport = yield* Transport.Transport
+    const leases = Option.getOrUndefined(yield* Effect.serviceOption(SessionLeases.SessionLeases))
     const runtime = yield* Effect.runtime<never>()
     const run = Runtime.runPromise(runtime)
     const outer = yield* Effect.scope
@@ -250,6 +256,16 @@ export const make = (
       }
     }
 
+    /** Where a message of the session goes, and the lease it carries. */
+    const route = (sessionId: string, language: CodeLanguage): { readonly subject: Subject.Subject; readonly lease: { lease_id?: string } } => {
+      const lease = leases?.get(sessionId)
+      if (lease === undefined) return { subject: Subject.workerInvoke(prefix, pool, language), lease: {} }
+      const subject = lease.sandboxNodeId !== undefined
+        ? Subject.nodeInvoke(prefix, Ids.workerId(lease.sandboxNodeId), language)
+        : Subject.workerInvoke(prefix, lease.location === undefined ? pool : Ids.poolName(lease.location), language)
+      return { subject, lease: { lease_id: lease.leaseId() } }
+    }
+
     const activate = async (source: CodeRunner.CodeSource, host: CodeRunner.CallHost): Promise<CodeRunner.CodeToolMetadata> => {
       const sessionId = Ids.sessionId(source.sessionId)
       const entry = sessionEntry(sessionId, host)
@@ -272,9 +288,9 @@ export const make = (
       activations.set(source.activationId, registered)
       try {
         await entry.serving
-        const subject = Subject.workerInvoke(prefix, pool, source.language)
+        const { lease, subject } = route(sessionId, source.language)
         const deadline = clock.unsafeCurrentTimeMillis() + (options.activateTimeoutMs ?? defaults.activateTimeoutMs)
-        const metadata = await request(subject, Envelope.encode("activate", registered.fields), deadline, 0)
+        const metadata = await request(subject, Envelope.encode("activate", { ...registered.fields, ...lease }), deadline, 0)
         const decoded = Envelope.decodeParsed(WorkerProtocol.Metadata, metadata, subject)
         if (decoded instanceof TransportError) throw decoded
         return decoded as CodeRunner.CodeToolMetadata
@@ -289,7 +305,7 @@ export const make = (
       if (registered === undefined) {
         throw new TransportError({ reason: "InvalidArgument", subject: "", detail: `activation ${invocation.activationId} was released` })
       }
-      const subject = Subject.workerInvoke(prefix, pool, registered.fields.language)
+      const { lease, subject } = route(registered.sessionId, registered.fields.language)
       const context = invocation.context
       const now = clock.unsafeCurrentTimeMillis()
       const timeoutMs = context.deadline === null ? null : Math.max(1, context.deadline - now)
@@ -297,6 +313,7 @@ export const make = (
       if (args instanceof TransportError) throw args
       const body = Envelope.withValue("invoke", {
         ...registered.fields,
+        ...lease,
         tool_name: invocation.toolName,
         call_id: context.callId,
         parent_call_id: context.parentCallId,
@@ -363,10 +380,13 @@ export const make = (
 
 /**
  * `CodeRunner` as a remote runner: provide it to `Sessions` (with a `Transport`) and every
- * session runs its code on the pool's workers.
+ * session runs its code on the pool's workers. It provides the `SessionLeases` it reads, so the
+ * leases of a `Sessions` built on it reach the workers.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: RemoteCodeRunnerOptions): Layer.Layer<CodeRunner.CodeRunner, never, Transport.Transport> =>
-  Layer.scoped(CodeRunner.CodeRunner, make(options))
+export const layer = (
+  options: RemoteCodeRunnerOptions
+): Layer.Layer<CodeRunner.CodeRunner | SessionLeases.SessionLeases, never, Transport.Transport> =>
+  Layer.provideMerge(Layer.scoped(CodeRunner.CodeRunner, make(options)), SessionLeases.layer)

@@ -12,6 +12,7 @@
  * | `<prefix>.sessions.activate` | session hosts, in one queue group | activate a session that no actor serves yet |
  * | `<prefix>.coordinator.<op>` | the root coordinator | admission, leases, policy |
  * | `<prefix>.worker.<pool>.<language>.invoke` | workers, one queue group per (pool, language) | run one invocation |
+ * | `<prefix>.node.<workerId>.<language>.invoke` | the one worker a profile pins (`sandboxNodeId`) | run one invocation, one at a time |
  * | `<prefix>.worker.package.<versionId>` | the session that owns the package | fetch a code package by version |
  * | `<prefix>.events.<sessionId>.<event>` | anyone | `jit_tool_*` and lifecycle events |
  * | `<prefix>.profile.<sessionId>` | anyone | one profiling record per finished attempt |
@@ -100,6 +101,16 @@ export const coordinatorAll = (prefix: Prefix): Pattern => pattern(`${prefix}.co
 /** Invocations for the workers of one pool and language (served in a queue group). @since 0.1.0 @category subjects */
 export const workerInvoke = (prefix: Prefix, pool: Ids.PoolName, language: CodeLanguage): Subject =>
   subject(`${prefix}.worker.${pool}.${language}.invoke`)
+
+/**
+ * Invocations for the one worker named `nodeId` (`sandboxNodeId`, JT-HOST-04), which serves them
+ * one at a time.
+ *
+ * @since 0.1.0
+ * @category subjects
+ */
+export const nodeInvoke = (prefix: Prefix, nodeId: Ids.WorkerId, language: CodeLanguage): Subject =>
+  subject(`${prefix}.node.${nodeId}.${language}.invoke`)
 
 /** Cancels of running invocations by call id, published to every worker (each checks its own table). @since 0.1.0 @category subjects */
 export const workerCancel = (prefix: Prefix): Subject => subject(`${prefix}.workers.cancel`)

@@ -17,6 +17,14 @@
  * - **Nested calls**: a child's `harness.callTool` goes back to the owning session on
  *   `session.<sid>.nested`, naming the running call's id; the session resolves parent and depth
  *   from its own table.
+ * - **Admission**: unless `requireAdmission` is `false`, every request must carry the session's
+ *   lease id, and the worker asks the coordinator (`coordinator.verify`) for that lease's facts,
+ *   kept for a quarter of the lease's lifetime (at most 30 s): a lease the coordinator does not
+ *   know, one without `deploymentConsent`, one whose profile names another pool (`location`) or
+ *   pins another worker (`sandboxNodeId`) is refused with `PolicyViolation` `NotAdmitted`, and
+ *   nothing runs. What the message says about itself is never trusted.
+ * - **Pinned worker**: a worker given `nodeId` also serves `node.<nodeId>.<language>.invoke`, one
+ *   invocation at a time (JT-HOST-04), for profiles whose `sandboxNodeId` names it.
  * - **Drain**: when its scope closes (the `jitbox worker` process closes it on SIGTERM), the worker
  *   stops taking work (its subscriptions end, so new requests go to other members of the group),
  *   lets what it has finish for up to `graceMs`, then kills the rest, each answered with a typed
@@ -26,12 +34,15 @@
  */
 import type { CodeLanguage, CodeRunner } from "@jitbox/core"
 import { SandboxRunner, type SandboxConfig } from "@jitbox/sandbox"
+import { HarnessError } from "@jitbox/core"
 import * as Effect from "effect/Effect"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import * as Coordinator from "./Coordinator.js"
 import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
-import { attempt, failed, okValue, valueOf } from "./internal/replies.js"
+import { failed, okValue, valueOf } from "./internal/replies.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
@@ -65,6 +76,12 @@ export interface WorkerOptions {
   readonly heartbeatMs?: number | undefined
   /** The sandbox's options (isolation, limits, warm pool). */
   readonly sandbox?: SandboxConfig.SandboxOptions | undefined
+  /** Whether every request must carry a lease the coordinator confirms (default true). */
+  readonly requireAdmission?: boolean | undefined
+  /** The name profiles pin with `sandboxNodeId`: this worker then also serves that node's subject, one invocation at a time. */
+  readonly nodeId?: string | undefined
+  /** How long asking the coordinator about a lease may take (default 10 000 ms). */
+  readonly verifyTimeoutMs?: number | undefined
 }
 
 /** @since 0.1.0 @category models */
@@ -109,6 +126,9 @@ interface Running {
 
 const workerIds = Ids.generator<Ids.WorkerId>("worker")
 
+/** Leases remembered as verified, at most. */
+const verifiedLimit = 4096
+
 const key = (sessionId: string, versionId: string): string => `${sessionId}\u0000${versionId}`
 
 /**
@@ -132,6 +152,44 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       (runner) => Effect.promise(() => runner.close())
     )
     const languages = (options.languages ?? sandbox.languages).filter((language) => sandbox.languages.includes(language))
+
+    const requireAdmission = options.requireAdmission ?? true
+    const nodeId = options.nodeId === undefined ? undefined : Ids.workerId(options.nodeId)
+    const coordinator = yield* Coordinator.client({ prefix, timeoutMs: options.verifyTimeoutMs })
+    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+    /** Leases the coordinator confirmed, by (session, lease): until when this worker trusts them. */
+    const verified = new Map<string, { readonly facts: Coordinator.LeaseFacts; readonly until: number }>()
+
+    const refuse = (name: string, detail: string) => new HarnessError.PolicyViolation({ name, reason: "NotAdmitted", detail })
+
+    /** Resolves when the request's lease allows it to run here; rejects with `NotAdmitted` (or the coordinator's failure) otherwise. */
+    const admitted = async (request: Omit<WorkerProtocol.ActivateRequest, "kind">, pinned: boolean): Promise<void> => {
+      if (!requireAdmission) return
+      const name = request.tool_name
+      if (request.lease_id === undefined) throw refuse(name, `session '${request.session_id}' sent no lease: this worker runs code only for sessions the coordinator admitted`)
+      const k = key(request.session_id, request.lease_id)
+      let found = verified.get(k)
+      if (found === undefined || found.until <= Date.now()) {
+        verified.delete(k)
+        const sessionId = Ids.sessionId(request.session_id)
+        const facts = await runPromise(Effect.either(coordinator.verify(sessionId, request.lease_id)))
+        if (facts._tag === "Left") {
+          const error = facts.left
+          if (error._tag === "AdmissionError") throw refuse(name, `the coordinator does not admit it: ${error.message}`)
+          throw error
+        }
+        found = { facts: facts.right, until: Date.now() + Math.min(30_000, facts.right.lifetimeSeconds * 250) }
+        if (verified.size >= verifiedLimit) verified.delete(verified.keys().next().value!)
+        verified.set(k, found)
+      }
+      const facts = found.facts
+      if (!facts.deploymentConsent) throw refuse(name, `session '${facts.sessionId}' was admitted without deploymentConsent (JT-CFG-05)`)
+      if (facts.sandboxNodeId !== undefined) {
+        if (!pinned || facts.sandboxNodeId !== nodeId) throw refuse(name, `profile '${facts.profile}' pins its code to worker '${facts.sandboxNodeId}'`)
+      } else if (facts.location !== undefined && facts.location !== pool) {
+        throw refuse(name, `profile '${facts.profile}' runs in pool '${facts.location}', not '${pool}'`)
+      }
+    }
 
     const cache = new Map<string, CacheEntry>()
     const running = new Map<string, Running>()
@@ -281,7 +339,8 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       }
     }
 
-    const handler: Transport.Handler = (request) => {
+    let pinnedTail: Promise<unknown> = Promise.resolve()
+    const handler = (pinned: boolean): Transport.Handler => (request) => {
       const subject = request.subject
       const message = Envelope.decodeKind(WorkerProtocol.workerMessages, request.data, subject)
       if (message instanceof TransportError) return Envelope.error(message)
@@ -290,11 +349,17 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
           new TransportError({ reason: "PayloadTooLarge", subject, detail: `the arguments of '${message.tool_name}': over JT-LIM-02` })
         )
       }
-      return attempt(() =>
-        message.kind === "activate"
-          ? activation(message).ready.then((metadata) => Envelope.ok(JSON.stringify(metadata)))
-          : invoke(message, request.signal, subject)
-      ).catch(failed(message.tool_name))
+      const work = () =>
+        admitted(message, pinned).then(() =>
+          message.kind === "activate"
+            ? activation(message).ready.then((metadata) => Envelope.ok(JSON.stringify(metadata)))
+            : invoke(message, request.signal, subject)
+        ).catch(failed(message.tool_name))
+      if (!pinned) return work()
+      // a pinned worker runs one request at a time, whatever its language
+      const turn = pinnedTail.then(work)
+      pinnedTail = turn
+      return turn
     }
 
     // Cancels first, so a cancel never misses an invocation taken after the worker joined.
@@ -343,8 +408,15 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
           backlog: options.backlog ?? defaults.backlog,
           graceMs: options.graceMs ?? defaults.graceMs
         },
-        handler
+        handler(false)
       )
+      if (nodeId !== undefined) {
+        yield* transport.serve(
+          Subject.nodeInvoke(prefix, nodeId, language),
+          { concurrency: 1, backlog: 1_000, graceMs: options.graceMs ?? defaults.graceMs },
+          handler(true)
+        )
+      }
     }
 
     return {
