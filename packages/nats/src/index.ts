@@ -6,4 +6,9 @@ export * as KvLedger from "./KvLedger.js"
 /**
  * @since 0.1.0
  */
+export * as KvSnapshotStore from "./KvSnapshotStore.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as NatsTransport from "./NatsTransport.js"
