@@ -79,6 +79,10 @@ describe("KvSnapshotStore", () => {
       const chunks = (manifest.json() as { chunks: Array<string> }).chunks
       assert.strictEqual(chunks.length, 2)
       assert.deepStrictEqual(yield* keysOf(kv, "chunk.s1.*"), chunks.map((hash) => `chunk.s1.${hash}`).sort())
+      // Written last: every chunk's revision (its stream sequence) is older than the manifest's.
+      for (const hash of chunks) {
+        assert.isBelow((yield* Effect.promise(() => kv.get(`chunk.s1.${hash}`)))!.revision, manifest.revision)
+      }
 
       const other = yield* storeOn(bucket)
       assert.deepStrictEqual(Option.getOrThrow(yield* other.load(sid)), large)
