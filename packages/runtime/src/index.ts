@@ -51,6 +51,11 @@ export * as SessionApi from "./SessionApi.js"
 /**
  * @since 0.1.0
  */
+export * as SessionOwnership from "./SessionOwnership.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as SessionProtocol from "./SessionProtocol.js"
 
 /**
