@@ -14,7 +14,8 @@
  * out (or that a new admission of the same session replaces) counts as fully spent: a budget is
  * never handed out twice, whatever a crashed session had spent. A profile's concurrency slots are
  * held per lease, so the sessions of one profile together never hold more than it allows.
- * Time is the context's `Clock`.
+ * Time is the context's `Clock`. It answers NATS service discovery (`ServiceDiscovery`) as
+ * `jitbox-coordinator`.
  *
  * @since 0.1.0
  */
@@ -27,6 +28,7 @@ import * as Envelope from "./Envelope.js"
 import * as ExecutionProfile from "./ExecutionProfile.js"
 import * as Ids from "./Ids.js"
 import { Ledger, LedgerError } from "./Ledger.js"
+import * as ServiceDiscovery from "./ServiceDiscovery.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
@@ -153,10 +155,17 @@ export interface CoordinatorOptions {
   readonly profiles: ReadonlyArray<ExecutionProfile.ExecutionProfile>
   /** Invocations one grant adds to a lease (default 64); the rest of the budget stays with the coordinator. */
   readonly invocationsPerGrant?: number | undefined
+  /** Its id in NATS service discovery (default: a fresh one). */
+  readonly coordinatorId?: string | undefined
 }
+
+/** The name coordinators answer NATS service discovery under (`nats micro ls`). @since 0.1.0 @category constants */
+export const serviceName = "jitbox-coordinator"
 
 /** @since 0.1.0 @category models */
 export interface Coordinator {
+  /** Its id in NATS service discovery. */
+  readonly id: string
   /** Requests answered so far (each operation counts once). */
   readonly requests: () => number
 }
@@ -353,7 +362,8 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
 
     const encodeError = Schema.encodeSync(CoordinatorError)
     const run = Runtime.runPromise(runtime)
-    yield* Transport.serve(Subject.coordinatorAll(prefix), { concurrency: 1, queue: "coordinator" }, (message) => {
+    const endpoint = { name: "coordinator", subject: Subject.coordinatorAll(prefix), queueGroup: "coordinator", stats: ServiceDiscovery.counter() }
+    yield* Transport.serve(endpoint.subject, { concurrency: 1, queue: endpoint.queueGroup }, ServiceDiscovery.measure(endpoint.stats, (message) => {
       answered++
       const decoded = Envelope.decodeKind(requests, message.data, message.subject)
       if (decoded instanceof TransportError) return Envelope.encode("error", { error: encodeError(decoded) })
@@ -378,8 +388,16 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
           })
         )
       )
-    })
-    return { requests: () => answered }
+    }))
+    const service = yield* ServiceDiscovery.advertise({
+      name: serviceName,
+      version: ServiceDiscovery.runtimeVersion,
+      id: options.coordinatorId,
+      description: "admission, leases and policy of a jitbox namespace",
+      metadata: { namespace: options.namespace },
+      endpoints: [endpoint]
+    }).pipe(Effect.catchTag("ConfigError", Effect.die))
+    return { id: service.id, requests: () => answered }
   })
 
 /** An admission as it crosses the wire. */

@@ -21,6 +21,8 @@
  *   stops taking work (its subscriptions end, so new requests go to other members of the group),
  *   lets what it has finish for up to `graceMs`, then kills the rest, each answered with a typed
  *   `TransportError` `Closed`; then its sandbox runner kills every child.
+ * - **Discovery**: it answers NATS service discovery (`ServiceDiscovery`) as `jitbox-worker`, its id
+ *   the worker id, with its `invoke` subjects as endpoints and what their handler counted.
  *
  * @since 0.1.0
  */
@@ -32,6 +34,7 @@ import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import { attempt, failed, okValue, valueOf } from "./internal/replies.js"
+import * as ServiceDiscovery from "./ServiceDiscovery.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
@@ -108,6 +111,9 @@ interface Running {
 }
 
 const workerIds = Ids.generator<Ids.WorkerId>("worker")
+
+/** The name workers answer NATS service discovery under (`nats micro ls`). @since 0.1.0 @category constants */
+export const serviceName = "jitbox-worker"
 
 const key = (sessionId: string, versionId: string): string => `${sessionId}\u0000${versionId}`
 
@@ -334,18 +340,29 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       (timer) => Effect.sync(() => clearInterval(timer))
     )
 
+    const endpoints: Array<ServiceDiscovery.Endpoint> = []
     for (const language of languages) {
+      const endpoint = { name: `invoke-${language}`, subject: Subject.workerInvoke(prefix, pool, language), queueGroup: `workers-${pool}-${language}`, stats: ServiceDiscovery.counter() }
+      endpoints.push(endpoint)
       yield* transport.serve(
-        Subject.workerInvoke(prefix, pool, language),
+        endpoint.subject,
         {
-          queue: `workers-${pool}-${language}`,
+          queue: endpoint.queueGroup,
           concurrency: options.concurrency ?? defaults.concurrency,
           backlog: options.backlog ?? defaults.backlog,
           graceMs: options.graceMs ?? defaults.graceMs
         },
-        handler
+        ServiceDiscovery.measure(endpoint.stats, handler)
       )
     }
+    yield* ServiceDiscovery.advertise({
+      name: serviceName,
+      version: ServiceDiscovery.runtimeVersion,
+      id: workerId,
+      description: "runs code tools of jitbox sessions in sandboxed subprocesses",
+      metadata: { namespace: Subject.namespaceOf(prefix), pool, languages: languages.join(",") },
+      endpoints
+    }).pipe(Effect.catchTag("ConfigError", Effect.die))
 
     return {
       workerId,
