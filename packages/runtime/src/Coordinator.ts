@@ -9,6 +9,7 @@
  *   concurrency slots of its profile.
  * - `release`: ends a lease; what the session reports unspent returns to its budget.
  * - `policy`: a profile's ceiling.
+ * - `workers`: the workers whose capacity reports are live (`WorkerCapacity`), of one pool or all.
  *
  * Every grant is written to the `Ledger` (compare-and-set) before it is answered. A lease that ran
  * out (or that a new admission of the same session replaces) counts as fully spent: a budget is
@@ -32,6 +33,7 @@ import * as ServiceDiscovery from "./ServiceDiscovery.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
+import * as WorkerCapacity from "./WorkerCapacity.js"
 
 /** A coordinator operation refused. @since 0.1.0 @category errors */
 export class AdmissionError extends Schema.TaggedError<AdmissionError>()("AdmissionError", {
@@ -142,11 +144,12 @@ const requests = {
   }),
   renew: Schema.Struct({ v: V, kind: Schema.Literal("renew"), session_id: Ids.SessionId, lease_id: Schema.String, more: Schema.Boolean }),
   release: Schema.Struct({ v: V, kind: Schema.Literal("release"), session_id: Ids.SessionId, lease_id: Schema.String, spent: Counts }),
-  policy: Schema.Struct({ v: V, kind: Schema.Literal("policy"), profile: Schema.String })
+  policy: Schema.Struct({ v: V, kind: Schema.Literal("policy"), profile: Schema.String }),
+  workers: Schema.Struct({ v: V, kind: Schema.Literal("workers"), pool: Schema.optional(Schema.String) })
 } as const
 
 /** The operations, each served on `coordinator.<op>`. @since 0.1.0 @category constants */
-export const operations = ["admit", "renew", "release", "policy"] as const
+export const operations = ["admit", "renew", "release", "policy", "workers"] as const
 
 /** @since 0.1.0 @category models */
 export interface CoordinatorOptions {
@@ -157,6 +160,10 @@ export interface CoordinatorOptions {
   readonly invocationsPerGrant?: number | undefined
   /** Its id in NATS service discovery (default: a fresh one). */
   readonly coordinatorId?: string | undefined
+  /** Workers whose capacity it keeps at most (default 1 024; `WorkerCapacity`). */
+  readonly maxWorkers?: number | undefined
+  /** Report intervals a worker may miss before it is forgotten (default 3). */
+  readonly capacityMisses?: number | undefined
 }
 
 /** The name coordinators answer NATS service discovery under (`nats micro ls`). @since 0.1.0 @category constants */
@@ -362,6 +369,7 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
 
     const encodeError = Schema.encodeSync(CoordinatorError)
     const run = Runtime.runPromise(runtime)
+    const workers = yield* WorkerCapacity.track({ prefix, maxWorkers: options.maxWorkers, misses: options.capacityMisses })
     const endpoint = { name: "coordinator", subject: Subject.coordinatorAll(prefix), queueGroup: "coordinator", stats: ServiceDiscovery.counter() }
     yield* Transport.serve(endpoint.subject, { concurrency: 1, queue: endpoint.queueGroup }, ServiceDiscovery.measure(endpoint.stats, (message) => {
       answered++
@@ -379,6 +387,8 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
         ? renew(decoded)
         : decoded.kind === "release"
         ? release(decoded)
+        : decoded.kind === "workers"
+        ? Effect.sync(() => workers.live(decoded.pool))
         : policyOf(decoded)
       return run(
         effect.pipe(
@@ -426,6 +436,8 @@ export interface CoordinatorClient {
   readonly renew: (sessionId: Ids.SessionId, leaseId: string, more: boolean) => Effect.Effect<Lease, CoordinatorError>
   readonly release: (sessionId: Ids.SessionId, leaseId: string, spent: Counts) => Effect.Effect<void, CoordinatorError>
   readonly policy: (profile: string) => Effect.Effect<JitPolicy.JitPolicy, CoordinatorError>
+  /** The workers whose reports are live, of one pool or all, by worker id. */
+  readonly workers: (pool?: string) => Effect.Effect<ReadonlyArray<WorkerCapacity.WorkerCapacity>, CoordinatorError>
 }
 
 /**
@@ -466,6 +478,8 @@ export const client = (
       renew: (sessionId, leaseId, more) =>
         call("renew", { session_id: sessionId, lease_id: leaseId, more }).pipe(Effect.flatMap(decodeReply(Lease, "renew"))),
       release: (sessionId, leaseId, spent) => Effect.asVoid(call("release", { session_id: sessionId, lease_id: leaseId, spent })),
-      policy: (profile) => call("policy", { profile }).pipe(Effect.flatMap(decodeReply(JitPolicy.JitPolicy, "policy")))
+      policy: (profile) => call("policy", { profile }).pipe(Effect.flatMap(decodeReply(JitPolicy.JitPolicy, "policy"))),
+      workers: (pool) =>
+        call("workers", pool === undefined ? {} : { pool }).pipe(Effect.flatMap(decodeReply(Schema.Array(WorkerCapacity.WorkerCapacity), "workers")))
     }
   })

@@ -21,6 +21,8 @@
  *   stops taking work (its subscriptions end, so new requests go to other members of the group),
  *   lets what it has finish for up to `graceMs`, then kills the rest, each answered with a typed
  *   `TransportError` `Closed`; then its sandbox runner kills every child.
+ * - **Capacity**: it reports its pool, languages, concurrency, running invocations and whether it
+ *   drains on `workers.capacity`, periodically and on change (`WorkerCapacity`).
  * - **Discovery**: it answers NATS service discovery (`ServiceDiscovery`) as `jitbox-worker`, its id
  *   the worker id, with its `invoke` subjects as endpoints and what their handler counted.
  *
@@ -38,6 +40,7 @@ import * as ServiceDiscovery from "./ServiceDiscovery.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
+import * as WorkerCapacity from "./WorkerCapacity.js"
 import * as WorkerProtocol from "./WorkerProtocol.js"
 
 /** How long past a call's deadline the worker waits for the session's cancel before it aborts the call itself. */
@@ -66,6 +69,8 @@ export interface WorkerOptions {
   readonly nestedTimeoutMs?: number | undefined
   /** How often the worker tells each session which of its calls it runs (default 1 000 ms; sessions expect the same). */
   readonly heartbeatMs?: number | undefined
+  /** How often it reports its capacity to the coordinators when nothing changes (default 5 000 ms; `WorkerCapacity`). */
+  readonly capacityIntervalMs?: number | undefined
   /** The sandbox's options (isolation, limits, warm pool). */
   readonly sandbox?: SandboxConfig.SandboxOptions | undefined
 }
@@ -340,6 +345,15 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       (timer) => Effect.sync(() => clearInterval(timer))
     )
 
+    const capacity = yield* WorkerCapacity.reporter({
+      prefix,
+      workerId,
+      pool,
+      languages,
+      concurrency: options.concurrency ?? defaults.concurrency,
+      running: () => running.size,
+      intervalMs: options.capacityIntervalMs
+    })
     const endpoints: Array<ServiceDiscovery.Endpoint> = []
     for (const language of languages) {
       const endpoint = { name: `invoke-${language}`, subject: Subject.workerInvoke(prefix, pool, language), queueGroup: `workers-${pool}-${language}`, stats: ServiceDiscovery.counter() }
@@ -352,7 +366,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
           backlog: options.backlog ?? defaults.backlog,
           graceMs: options.graceMs ?? defaults.graceMs
         },
-        ServiceDiscovery.measure(endpoint.stats, handler)
+        ServiceDiscovery.measure(endpoint.stats, capacity.track(handler))
       )
     }
     yield* ServiceDiscovery.advertise({
@@ -363,6 +377,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       metadata: { namespace: Subject.namespaceOf(prefix), pool, languages: languages.join(",") },
       endpoints
     }).pipe(Effect.catchTag("ConfigError", Effect.die))
+    yield* capacity.start
 
     return {
       workerId,
