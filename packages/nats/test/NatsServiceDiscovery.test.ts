@@ -97,7 +97,7 @@ describe("NATS service discovery on a real nats-server", () => {
       const everyone = [...workerIds, coordinator.id].sort()
 
       for (const verb of ["PING", "INFO", "STATS"] as const) {
-        const schema = verb === "PING" ? Ping : verb === "INFO" ? Info : Stats
+        const schema = (verb === "PING" ? Ping : verb === "INFO" ? Info : Stats) as unknown as Schema.Schema<{ readonly id: string; readonly version: string }>
         const [all, kind, one, coordinators] = yield* Effect.all([
           gather(schema, `$SRV.${verb}`),
           gather(schema, `$SRV.${verb}.jitbox-worker`),
