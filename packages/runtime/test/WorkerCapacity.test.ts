@@ -3,7 +3,9 @@
  * the same suite on a real nats-server), plus the table's bounds on their own.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Ids from "../src/Ids.js"
 import * as MemoryTransport from "../src/MemoryTransport.js"
+import * as Subject from "../src/Subject.js"
 import * as WorkerCapacity from "../src/WorkerCapacity.js"
 import { capacityConformance } from "./CapacityConformance.js"
 
@@ -22,6 +24,11 @@ const report = (workerId: string, intervalMs = 1_000): WorkerCapacity.CapacityRe
 })
 
 describe("WorkerCapacity.table", () => {
+  it("reports travel on <prefix>.workers.capacity; a prefix names its namespace last", () => {
+    assert.strictEqual(Subject.workersCapacity(Subject.prefix(Ids.namespace("prod"))), "jitbox.prod.workers.capacity")
+    assert.strictEqual(Subject.namespaceOf(Subject.prefix(Ids.namespace("prod"), "acme.jitbox")), "prod")
+  })
+
   it("holds at most maxWorkers; a full table refuses new ids until entries expire", () => {
     const table = WorkerCapacity.table({ maxWorkers: 3, misses: 2 })
     for (const id of ["a", "b", "c"]) assert.isTrue(table.offer(report(id), 0))
