@@ -37,6 +37,15 @@ export interface NatsTransportOptions {
   readonly servers: string | ReadonlyArray<string>
   /** A NATS credentials file (`.creds`: a user JWT and its NKey seed). */
   readonly credentialsFile?: string | undefined
+  /** A user of the server's `authorization` block, with `password`. */
+  readonly user?: string | undefined
+  readonly password?: string | undefined
+  /**
+   * The prefix of this connection's reply subjects (default `_INBOX`). Give each role its own
+   * (`_INBOX_worker`) and allow it only that to subscribe: with `_INBOX.>` anyone could read
+   * every reply on the server.
+   */
+  readonly inboxPrefix?: string | undefined
   /** The connection's name, as the server's monitoring shows it. */
   readonly name?: string | undefined
   /** How long the first connect may take (default 10 000 ms). */
@@ -178,7 +187,9 @@ const connectionOptions = async (options: NatsTransportOptions): Promise<NodeCon
     timeout: options.connectTimeoutMs ?? 10_000,
     reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000,
     maxReconnectAttempts: options.maxReconnectAttempts ?? -1,
-    ...(options.name === undefined ? {} : { name: options.name })
+    ...(options.name === undefined ? {} : { name: options.name }),
+    ...(options.user === undefined ? {} : { user: options.user, pass: options.password ?? "" }),
+    ...(options.inboxPrefix === undefined ? {} : { inboxPrefix: options.inboxPrefix })
   }
   if (options.credentialsFile === undefined) return base
   let credentials: Uint8Array

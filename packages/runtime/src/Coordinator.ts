@@ -13,12 +13,14 @@
  * - `verify`: for a worker handed an invocation, the facts of a live lease from the coordinator's
  *   own records (profile, consent, pool, pinned worker, credential name), so a worker runs code
  *   only for a session the coordinator admitted, whatever the message claims.
+ * - `workers`: the workers whose capacity reports are live (`WorkerCapacity`), of one pool or all.
  *
  * Every grant is written to the `Ledger` (compare-and-set) before it is answered. A lease that ran
  * out (or that a new admission of the same session replaces) counts as fully spent: a budget is
  * never handed out twice, whatever a crashed session had spent. A profile's concurrency slots are
  * held per lease, so the sessions of one profile together never hold more than it allows.
- * Time is the context's `Clock`.
+ * Time is the context's `Clock`. It answers NATS service discovery (`ServiceDiscovery`) as
+ * `jitbox-coordinator`.
  *
  * @since 0.1.0
  */
@@ -31,9 +33,11 @@ import * as Envelope from "./Envelope.js"
 import * as ExecutionProfile from "./ExecutionProfile.js"
 import * as Ids from "./Ids.js"
 import { Ledger, LedgerError } from "./Ledger.js"
+import * as ServiceDiscovery from "./ServiceDiscovery.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
+import * as WorkerCapacity from "./WorkerCapacity.js"
 
 /** A coordinator operation refused. @since 0.1.0 @category errors */
 export class AdmissionError extends Schema.TaggedError<AdmissionError>()("AdmissionError", {
@@ -153,7 +157,8 @@ const requests = {
   }),
   release: Schema.Struct({ v: V, kind: Schema.Literal("release"), session_id: Ids.SessionId, lease_id: Schema.String, spent: Counts }),
   policy: Schema.Struct({ v: V, kind: Schema.Literal("policy"), profile: Schema.String }),
-  verify: Schema.Struct({ v: V, kind: Schema.Literal("verify"), session_id: Ids.SessionId, lease_id: Schema.String })
+  verify: Schema.Struct({ v: V, kind: Schema.Literal("verify"), session_id: Ids.SessionId, lease_id: Schema.String }),
+  workers: Schema.Struct({ v: V, kind: Schema.Literal("workers"), pool: Schema.optional(Schema.String) })
 } as const
 
 /**
@@ -179,7 +184,7 @@ export const LeaseFacts = Schema.Struct({
 export type LeaseFacts = typeof LeaseFacts.Type
 
 /** The operations, each served on `coordinator.<op>`. @since 0.1.0 @category constants */
-export const operations = ["admit", "renew", "release", "policy", "verify"] as const
+export const operations = ["admit", "renew", "release", "policy", "verify", "workers"] as const
 
 /** @since 0.1.0 @category models */
 export interface CoordinatorOptions {
@@ -188,10 +193,21 @@ export interface CoordinatorOptions {
   readonly profiles: ReadonlyArray<ExecutionProfile.ExecutionProfile>
   /** Invocations one grant adds to a lease (default 256); the rest of the budget stays with the coordinator. */
   readonly invocationsPerGrant?: number | undefined
+  /** Its id in NATS service discovery (default: a fresh one). */
+  readonly coordinatorId?: string | undefined
+  /** Workers whose capacity it keeps at most (default 1 024; `WorkerCapacity`). */
+  readonly maxWorkers?: number | undefined
+  /** Report intervals a worker may miss before it is forgotten (default 3). */
+  readonly capacityMisses?: number | undefined
 }
+
+/** The name coordinators answer NATS service discovery under (`nats micro ls`). @since 0.1.0 @category constants */
+export const serviceName = "jitbox-coordinator"
 
 /** @since 0.1.0 @category models */
 export interface Coordinator {
+  /** Its id in NATS service discovery. */
+  readonly id: string
   /** Requests answered so far (each operation counts once). */
   readonly requests: () => number
 }
@@ -406,7 +422,9 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
 
     const encodeError = Schema.encodeSync(CoordinatorError)
     const run = Runtime.runPromise(runtime)
-    yield* Transport.serve(Subject.coordinatorAll(prefix), { concurrency: 1, queue: "coordinator" }, (message) => {
+    const workers = yield* WorkerCapacity.track({ prefix, maxWorkers: options.maxWorkers, misses: options.capacityMisses })
+    const endpoint = { name: "coordinator", subject: Subject.coordinatorAll(prefix), queueGroup: "coordinator", stats: ServiceDiscovery.counter() }
+    yield* Transport.serve(endpoint.subject, { concurrency: 1, queue: endpoint.queueGroup }, ServiceDiscovery.measure(endpoint.stats, (message) => {
       answered++
       const decoded = Envelope.decodeKind(requests, message.data, message.subject)
       if (decoded instanceof TransportError) return Envelope.encode("error", { error: encodeError(decoded) })
@@ -424,6 +442,8 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
         ? release(decoded)
         : decoded.kind === "verify"
         ? verify(decoded)
+        : decoded.kind === "workers"
+        ? Effect.sync(() => workers.live(decoded.pool))
         : policyOf(decoded)
       return run(
         effect.pipe(
@@ -433,8 +453,16 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
           })
         )
       )
-    })
-    return { requests: () => answered }
+    }))
+    const service = yield* ServiceDiscovery.advertise({
+      name: serviceName,
+      version: ServiceDiscovery.runtimeVersion,
+      id: options.coordinatorId,
+      description: "admission, leases and policy of a jitbox namespace",
+      metadata: { namespace: options.namespace },
+      endpoints: [endpoint]
+    }).pipe(Effect.catchTag("ConfigError", Effect.die))
+    return { id: service.id, requests: () => answered }
   })
 
 /** An admission as it crosses the wire. */
@@ -465,6 +493,8 @@ export interface CoordinatorClient {
   readonly policy: (profile: string) => Effect.Effect<JitPolicy.JitPolicy, CoordinatorError>
   /** The facts of a live lease, from the coordinator's records (for workers). */
   readonly verify: (sessionId: Ids.SessionId, leaseId: string) => Effect.Effect<LeaseFacts, CoordinatorError>
+  /** The workers whose reports are live, of one pool or all, by worker id. */
+  readonly workers: (pool?: string) => Effect.Effect<ReadonlyArray<WorkerCapacity.WorkerCapacity>, CoordinatorError>
 }
 
 /** Where a coordinator is: its namespace (and subject root), or the subject prefix itself. @since 0.1.0 @category models */
@@ -517,6 +547,8 @@ export const client = (
       release: (sessionId, leaseId, spent) => Effect.asVoid(call("release", { session_id: sessionId, lease_id: leaseId, spent })),
       policy: (profile) => call("policy", { profile }).pipe(Effect.flatMap(decodeReply(JitPolicy.JitPolicy, "policy"))),
       verify: (sessionId, leaseId) =>
-        call("verify", { session_id: sessionId, lease_id: leaseId }).pipe(Effect.flatMap(decodeReply(LeaseFacts, "verify")))
+        call("verify", { session_id: sessionId, lease_id: leaseId }).pipe(Effect.flatMap(decodeReply(LeaseFacts, "verify"))),
+      workers: (pool) =>
+        call("workers", pool === undefined ? {} : { pool }).pipe(Effect.flatMap(decodeReply(Schema.Array(WorkerCapacity.WorkerCapacity), "workers")))
     }
   })

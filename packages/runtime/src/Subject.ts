@@ -16,6 +16,11 @@
  * | `<prefix>.worker.package.<versionId>` | the session that owns the package | fetch a code package by version |
  * | `<prefix>.events.<sessionId>.<event>` | anyone | `jit_tool_*` and lifecycle events |
  * | `<prefix>.profile.<sessionId>` | anyone | one profiling record per finished attempt |
+ * | `<prefix>.workers.capacity` | coordinators | each worker's capacity, published periodically and on change |
+ * | `$SRV.<verb>[.<name>[.<id>]]` | every worker and coordinator (no queue group) | NATS service discovery (ADR-32): `PING`, `INFO`, `STATS` |
+ *
+ * The `$SRV` subjects are the only ones outside the prefix: NATS tooling (`nats micro ls`) asks
+ * there, so they are fixed by the protocol and shared by every namespace on the server.
  *
  * @since 0.1.0
  */
@@ -115,6 +120,9 @@ export const nodeInvoke = (prefix: Prefix, nodeId: Ids.WorkerId, language: CodeL
 /** Cancels of running invocations by call id, published to every worker (each checks its own table). @since 0.1.0 @category subjects */
 export const workerCancel = (prefix: Prefix): Subject => subject(`${prefix}.workers.cancel`)
 
+/** Each worker's capacity report, published periodically and on change, read by every coordinator. @since 0.1.0 @category subjects */
+export const workersCapacity = (prefix: Prefix): Subject => subject(`${prefix}.workers.capacity`)
+
 /** A code package, fetched by its version id. @since 0.1.0 @category subjects */
 export const workerPackage = (prefix: Prefix, versionId: Ids.Token): Subject => subject(`${prefix}.worker.package.${versionId}`)
 
@@ -136,6 +144,44 @@ export const allProfiles = (prefix: Prefix): Pattern => pattern(`${prefix}.profi
 
 /** Everything in the namespace (an observer's view). @since 0.1.0 @category patterns */
 export const everything = (prefix: Prefix): Pattern => pattern(`${prefix}.>`)
+
+/** The namespace of a prefix: its last token (a namespace holds no `.`). @since 0.1.0 @category accessors */
+export const namespaceOf = (prefix: Prefix): Ids.Namespace => prefix.slice(prefix.lastIndexOf(".") + 1) as Ids.Namespace
+
+/** The verbs of the NATS service protocol (ADR-32). @since 0.1.0 @category constants */
+export const serviceVerbs = ["PING", "INFO", "STATS"] as const
+
+/** @since 0.1.0 @category models */
+export type ServiceVerb = (typeof serviceVerbs)[number]
+
+/**
+ * The first token of every subject of the NATS service protocol. `$` marks system subjects, so no
+ * id can spell it (ids are tokens of letters, digits, `_` and `-`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const serviceApiPrefix = "$SRV"
+
+/**
+ * A discovery subject of the NATS service protocol (ADR-32): `$SRV.<verb>` asks every service,
+ * `$SRV.<verb>.<name>` every instance of one service, `$SRV.<verb>.<name>.<id>` one instance. A
+ * service answers all three, without a queue group, so every instance answers. Names and ids are
+ * tokens, which is what the protocol allows of them (`A-Z a-z 0-9 - _`).
+ *
+ * @since 0.1.0
+ * @category subjects
+ */
+export const serviceDiscovery: {
+  (verb: ServiceVerb): Subject
+  (verb: ServiceVerb, name: Ids.Token): Subject
+  (verb: ServiceVerb, name: Ids.Token, id: Ids.Token | Ids.WorkerId): Subject
+} = (verb: ServiceVerb, name?: Ids.Token, id?: Ids.Token | Ids.WorkerId): Subject => {
+  if (!serviceVerbs.includes(verb)) {
+    throw new HarnessError.ConfigError({ option: "verb", detail: `${JSON.stringify(verb)} is not one of ${serviceVerbs.join(", ")}` })
+  }
+  return subject([serviceApiPrefix, verb, ...(name === undefined ? [] : [name]), ...(id === undefined ? [] : [id])].join("."))
+}
 
 const literalSubject = /^[^\s.*>]+(\.[^\s.*>]+)*$/
 

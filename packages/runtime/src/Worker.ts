@@ -29,6 +29,10 @@
  *   stops taking work (its subscriptions end, so new requests go to other members of the group),
  *   lets what it has finish for up to `graceMs`, then kills the rest, each answered with a typed
  *   `TransportError` `Closed`; then its sandbox runner kills every child.
+ * - **Capacity**: it reports its pool, languages, concurrency, running invocations and whether it
+ *   drains on `workers.capacity`, periodically and on change (`WorkerCapacity`).
+ * - **Discovery**: it answers NATS service discovery (`ServiceDiscovery`) as `jitbox-worker`, its id
+ *   the worker id, with its `invoke` subjects as endpoints and what their handler counted.
  *
  * @since 0.1.0
  */
@@ -43,9 +47,11 @@ import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import { failed, okValue, valueOf } from "./internal/replies.js"
+import * as ServiceDiscovery from "./ServiceDiscovery.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
+import * as WorkerCapacity from "./WorkerCapacity.js"
 import * as WorkerProtocol from "./WorkerProtocol.js"
 
 /** How long past a call's deadline the worker waits for the session's cancel before it aborts the call itself. */
@@ -74,6 +80,8 @@ export interface WorkerOptions {
   readonly nestedTimeoutMs?: number | undefined
   /** How often the worker tells each session which of its calls it runs (default 1 000 ms; sessions expect the same). */
   readonly heartbeatMs?: number | undefined
+  /** How often it reports its capacity to the coordinators when nothing changes (default 5 000 ms; `WorkerCapacity`). */
+  readonly capacityIntervalMs?: number | undefined
   /** The sandbox's options (isolation, limits, warm pool). */
   readonly sandbox?: SandboxConfig.SandboxOptions | undefined
   /** Whether every request must carry a lease the coordinator confirms (default true). */
@@ -128,6 +136,9 @@ const workerIds = Ids.generator<Ids.WorkerId>("worker")
 
 /** Leases remembered as verified, at most. */
 const verifiedLimit = 4096
+
+/** The name workers answer NATS service discovery under (`nats micro ls`). @since 0.1.0 @category constants */
+export const serviceName = "jitbox-worker"
 
 const key = (sessionId: string, versionId: string): string => `${sessionId}\u0000${versionId}`
 
@@ -399,16 +410,28 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       (timer) => Effect.sync(() => clearInterval(timer))
     )
 
+    const capacity = yield* WorkerCapacity.reporter({
+      prefix,
+      workerId,
+      pool,
+      languages,
+      concurrency: options.concurrency ?? defaults.concurrency,
+      running: () => running.size,
+      intervalMs: options.capacityIntervalMs
+    })
+    const endpoints: Array<ServiceDiscovery.Endpoint> = []
     for (const language of languages) {
+      const endpoint = { name: `invoke-${language}`, subject: Subject.workerInvoke(prefix, pool, language), queueGroup: `workers-${pool}-${language}`, stats: ServiceDiscovery.counter() }
+      endpoints.push(endpoint)
       yield* transport.serve(
-        Subject.workerInvoke(prefix, pool, language),
+        endpoint.subject,
         {
-          queue: `workers-${pool}-${language}`,
+          queue: endpoint.queueGroup,
           concurrency: options.concurrency ?? defaults.concurrency,
           backlog: options.backlog ?? defaults.backlog,
           graceMs: options.graceMs ?? defaults.graceMs
         },
-        handler(false)
+        ServiceDiscovery.measure(endpoint.stats, capacity.track(handler(false)))
       )
       if (nodeId !== undefined) {
         yield* transport.serve(
@@ -418,6 +441,15 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
         )
       }
     }
+    yield* ServiceDiscovery.advertise({
+      name: serviceName,
+      version: ServiceDiscovery.runtimeVersion,
+      id: workerId,
+      description: "runs code tools of jitbox sessions in sandboxed subprocesses",
+      metadata: { namespace: Subject.namespaceOf(prefix), pool, languages: languages.join(",") },
+      endpoints
+    }).pipe(Effect.catchTag("ConfigError", Effect.die))
+    yield* capacity.start
 
     return {
       workerId,

@@ -107,3 +107,13 @@ export * as WorkerProtocol from "./WorkerProtocol.js"
  * @since 0.1.0
  */
 export * as StreamPublisher from "./StreamPublisher.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as ServiceDiscovery from "./ServiceDiscovery.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as WorkerCapacity from "./WorkerCapacity.js"
