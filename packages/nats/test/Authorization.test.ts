@@ -10,7 +10,7 @@ import {
   Coordinator,
   ExecutionProfile,
   Ids,
-  LeasedAdmission,
+  SessionLeases,
   RemoteCodeRunner,
   RemoteSession,
   ServiceDiscovery,
@@ -116,15 +116,12 @@ describe("NATS authorization: each role with the least permissions it needs", ()
         Context.add(host, SnapshotStore.SnapshotStore, SnapshotStore.makeMemory()),
         yield* Layer.build(Layer.merge(StreamPublisher.layer({ prefix }), RemoteCodeRunner.layer({ prefix }))).pipe(Effect.provide(host))
       )
-      const admission = yield* LeasedAdmission.make({
-        namespace,
-        sessionId: s1,
-        profile: "standard",
-        policy: { allowedLanguages: ["JavaScript"] },
-        deploymentConsent: true
-      }).pipe(Effect.provide(host))
-      yield* Sessions.make({ prefix, harness: { tools: [add], codeExecution: "sandboxed", admission }, idleTimeout: "10 minutes" })
-        .pipe(Effect.provide(hostContext))
+      const sessions = yield* Sessions.make({
+        prefix,
+        harness: { tools: [add], codeExecution: "sandboxed", policy: { allowedLanguages: ["JavaScript"] } },
+        admission: { profile: "standard", deploymentConsent: true },
+        idleTimeout: "10 minutes"
+      }).pipe(Effect.provide(hostContext))
 
       // The application (the session host's role) creates a JavaScript tool and calls it: it runs on the worker.
       const application = Context.get(yield* as("sessionHost"), Transport.Transport)
@@ -132,7 +129,8 @@ describe("NATS authorization: each role with the least permissions it needs", ()
       yield* Effect.promise(() => remote.createTool({ entrypoint: "double", language: "javascript", source: doubleJs }))
       assert.strictEqual(yield* Effect.promise(() => remote.callTool("double", { value: 21 })), 42)
       assert.strictEqual(worker.fetches(), 1)
-      assert.strictEqual(admission.lease().sessionId, "s1")
+      assert.deepStrictEqual(sessions.active(), [s1])
+      assert.isString(Context.get(hostContext, SessionLeases.SessionLeases).get(s1)?.leaseId(), "the session holds a lease the worker checked")
       assert.isAtLeast(coordinator.requests(), 1)
 
       yield* waitFor("the observer sees the call's events", () => seen.some((event) => event.name === "jit_tool_completed"))

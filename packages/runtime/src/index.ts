@@ -117,3 +117,8 @@ export * as ServiceDiscovery from "./ServiceDiscovery.js"
  * @since 0.1.0
  */
 export * as WorkerCapacity from "./WorkerCapacity.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SessionLeases from "./SessionLeases.js"
