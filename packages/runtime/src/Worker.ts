@@ -65,6 +65,18 @@ export interface WorkerOptions {
   readonly heartbeatMs?: number | undefined
   /** The sandbox's options (isolation, limits, warm pool). */
   readonly sandbox?: SandboxConfig.SandboxOptions | undefined
+  /** Told of every invocation once it has finished (for logs); what it throws is ignored. */
+  readonly onInvocation?: ((invocation: Invocation) => void) | undefined
+}
+
+/** A finished invocation, as `onInvocation` hears of it. @since 0.1.0 @category models */
+export interface Invocation {
+  readonly workerId: Ids.WorkerId
+  readonly sessionId: string
+  readonly toolName: string
+  readonly callId: string
+  /** `cancelled`: aborted by a cancel, its deadline or the worker's drain. */
+  readonly outcome: "ok" | "failed" | "cancelled"
 }
 
 /** @since 0.1.0 @category models */
@@ -252,6 +264,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       // times the call out and cancels it, and must not race the worker's own abort
       const timer = deadline === null ? undefined : setTimeout(abort, Math.max(0, deadline - Date.now()) + DeadlineBackstopMs)
       running.set(runningKey, { sessionId: request.session_id, callId: request.call_id, controller, deadline })
+      let finished = false
       try {
         await entry.ready
         const result = await sandbox.invoke(
@@ -271,6 +284,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
           },
           controller.signal
         )
+        finished = true
         return okValue(result, `the result of '${request.tool_name}'`, subject)
       } finally {
         if (timer !== undefined) clearTimeout(timer)
@@ -278,6 +292,12 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
         running.delete(runningKey)
         entry.inflight--
         evict()
+        const outcome = finished ? "ok" : controller.signal.aborted ? "cancelled" : "failed"
+        try {
+          options.onInvocation?.({ workerId, sessionId: request.session_id, toolName: request.tool_name, callId: request.call_id, outcome })
+        } catch {
+          // a log must not change the invocation's answer
+        }
       }
     }
 
