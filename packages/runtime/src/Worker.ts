@@ -90,6 +90,18 @@ export interface WorkerOptions {
   readonly nodeId?: string | undefined
   /** How long asking the coordinator about a lease may take (default 10 000 ms). */
   readonly verifyTimeoutMs?: number | undefined
+  /** Told of every invocation once it has finished (for logs); what it throws is ignored. */
+  readonly onInvocation?: ((invocation: Invocation) => void) | undefined
+}
+
+/** A finished invocation, as `onInvocation` hears of it. @since 0.1.0 @category models */
+export interface Invocation {
+  readonly workerId: Ids.WorkerId
+  readonly sessionId: string
+  readonly toolName: string
+  readonly callId: string
+  /** `cancelled`: aborted by a cancel, its deadline or the worker's drain. */
+  readonly outcome: "ok" | "failed" | "cancelled"
 }
 
 /** @since 0.1.0 @category models */
@@ -321,6 +333,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       // times the call out and cancels it, and must not race the worker's own abort
       const timer = deadline === null ? undefined : setTimeout(abort, Math.max(0, deadline - Date.now()) + DeadlineBackstopMs)
       running.set(runningKey, { sessionId: request.session_id, callId: request.call_id, controller, deadline })
+      let finished = false
       try {
         await entry.ready
         const result = await sandbox.invoke(
@@ -340,6 +353,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
           },
           controller.signal
         )
+        finished = true
         return okValue(result, `the result of '${request.tool_name}'`, subject)
       } finally {
         if (timer !== undefined) clearTimeout(timer)
@@ -347,6 +361,12 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
         running.delete(runningKey)
         entry.inflight--
         evict()
+        const outcome = finished ? "ok" : controller.signal.aborted ? "cancelled" : "failed"
+        try {
+          options.onInvocation?.({ workerId, sessionId: request.session_id, toolName: request.tool_name, callId: request.call_id, outcome })
+        } catch {
+          // a log must not change the invocation's answer
+        }
       }
     }
 

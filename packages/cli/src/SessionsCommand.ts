@@ -1,0 +1,89 @@
+/**
+ * `jitbox sessions`: hosts sessions (`Sessions` of @jitbox/runtime) for remote callers. A
+ * `RemoteSession` anywhere on the namespace that finds nobody serving its session asks the hosts
+ * (`sessions.activate`, one queue group) and one of them activates it here from the snapshot
+ * store. Code tools run on the workers of `--pool` (`RemoteCodeRunner`), never in this process.
+ *
+ * With `--store <dir>` snapshots are JSON files in that directory (`SnapshotStore.layerFile`), so
+ * a session survives this process and any host sharing the directory can take it over; without
+ * it they stay in this process's memory. A session idle for `--idle-timeout` is stored and
+ * released.
+ *
+ * @since 0.1.0
+ */
+import { Command, HelpDoc, Options } from "@effect/cli"
+import type { HarnessError, JitHarnessSnapshot } from "@jitbox/core"
+import { NatsTransport } from "@jitbox/nats"
+import { Ids, RemoteCodeRunner, Sessions, SnapshotStore, type TransportError } from "@jitbox/runtime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Connection from "./Connection.js"
+import * as Serve from "./Serve.js"
+
+const units: Record<string, Duration.Unit> = { ms: "millis", s: "seconds", m: "minutes", h: "hours" }
+
+/**
+ * A duration written `500ms`, `30s`, `5m` or `1h` (or as Effect writes it: `5 minutes`); throws
+ * naming the option otherwise.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const parseDuration = (text: string): Duration.Duration => {
+  const short = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(text.trim())
+  const decoded = short === null
+    ? Duration.decodeUnknown(text.trim())
+    : Option.some(Duration.decode(`${Number(short[1])} ${units[short[2]!]!}` as Duration.DurationInput))
+  if (Option.isNone(decoded) || !Duration.greaterThan(decoded.value, Duration.zero)) {
+    throw new Error(`--idle-timeout: expected a duration such as 30s, 5m or 1h, got '${text}'`)
+  }
+  return decoded.value
+}
+
+/** @since 0.1.0 @category options */
+export const store = Options.directory("store").pipe(
+  Options.withDescription("Keep the sessions' snapshots as JSON files in this directory (created if missing); default: in this process's memory"),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const pool = Options.text("pool").pipe(
+  Options.withDescription(`The worker pool the sessions' code tools run on (default ${RemoteCodeRunner.defaults.pool})`),
+  Options.withDefault(RemoteCodeRunner.defaults.pool)
+)
+
+/** @since 0.1.0 @category options */
+export const idleTimeout = Options.text("idle-timeout").pipe(
+  Options.withDescription("How long a session may be idle before it is stored and released: 500ms, 30s, 5m, 1h (default 5m)"),
+  Options.withDefault("5m"),
+  Options.mapTryCatch(parseDuration, (error) => HelpDoc.p(error instanceof Error ? error.message : String(error)))
+)
+
+/** What serving sessions can fail with. @since 0.1.0 @category errors */
+export type SessionsCommandError = HarnessError.ConfigError | TransportError.TransportError | JitHarnessSnapshot.SnapshotError
+
+/** @since 0.1.0 @category commands */
+export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout }, (config): Effect.Effect<never, SessionsCommandError> =>
+  Serve.untilInterrupted(Effect.gen(function*() {
+    const { namespace, prefix } = yield* Connection.prefixOf(config)
+    yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
+    const transport = NatsTransport.layer(Connection.natsOptions(config, `jitbox-sessions-${namespace}`))
+    const snapshots = Option.match(config.store, {
+      onNone: () => SnapshotStore.layerMemory(),
+      onSome: (directory) => SnapshotStore.layerFile({ directory })
+    })
+    const context = yield* Layer.build(
+      Layer.provideMerge(RemoteCodeRunner.layer({ prefix, pool: config.pool }), Layer.merge(transport, snapshots))
+    )
+    yield* Sessions.make({
+      prefix,
+      harness: { codeExecution: "sandboxed" },
+      idleTimeout: config.idleTimeout,
+      activation: true
+    }).pipe(Effect.provide(context))
+    return `sessions ${namespace}`
+  }))).pipe(
+  Command.withDescription("Host sessions for remote callers: activated here on first use, their code tools run on the workers of a pool.")
+)
