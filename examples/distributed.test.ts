@@ -28,7 +28,7 @@ describe("examples/distributed.ts", () => {
     expect(child.code, `${child.stdout}\n${child.stderr}`).toBe(0)
     const lines = child.stdout.trimEnd().split("\n")
     expect(lines[0]).toMatch(/^nats-server nats:\/\/127\.0\.0\.1:\d+; namespace 'demo': coordinator, worker-a and worker-b ready$/)
-    expect(lines[1]).toMatch(/^coordinator admitted session 'agent' under profile 'standard': \d+ invocations leased$/)
+    expect(lines[1]).toMatch(/^coordinator admitted session 'agent' under profile 'standard' \(lease lease[-_A-Za-z0-9]+\)$/)
     expect(lines.slice(2, 6)).toEqual([
       "agent answer: quadruple(21) = 84",
       "profile quadruple (code): 1/1 calls completed, called by the agent",

@@ -25,7 +25,8 @@ import { fileURLToPath } from "node:url"
 import { HarnessError, tool } from "@jitbox/core"
 import { createAgent, InMemoryMessageAccumulator, JitHarnessExtension, type ModelProvider, ScriptedModel } from "@jitbox/agent"
 import { NatsTransport } from "@jitbox/nats"
-import { Coordinator, Ids, RemoteCodeRunner, Sessions, SnapshotStore, Subject } from "@jitbox/runtime"
+import { Ids, RemoteCodeRunner, SessionLeases, Sessions, SnapshotStore, Subject } from "@jitbox/runtime"
+import * as Context from "effect/Context"
 import { NatsServer } from "@jitbox/testing"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -156,17 +157,20 @@ const main = async () => {
         scope
       )
     )
+    // Each session is admitted by the coordinator under the host's profile when it activates; the
+    // workers run its code only because the coordinator confirms the lease it carries.
     const sessions = await Effect.runPromise(
-      Sessions.make({ prefix, harness: { codeExecution: "sandboxed" }, activation: false }).pipe(Effect.provide(context), Scope.extend(scope))
+      Sessions.make({
+        prefix,
+        harness: { codeExecution: "sandboxed", policy: { allowedLanguages: ["JavaScript", "Python"] } },
+        admission: { profile: "standard", deploymentConsent: true },
+        activation: false
+      }).pipe(Effect.provide(context), Scope.extend(scope))
     )
-
-    // The coordinator admits the agent's session under the host's profile.
-    const coordinatorClient = await Effect.runPromise(Coordinator.client({ namespace: Ids.namespace(namespace) }).pipe(Effect.provide(context)))
-    const admitted = await Effect.runPromise(
-      coordinatorClient.admit({ sessionId: Ids.sessionId("agent"), profile: "standard", policy: { allowedLanguages: ["JavaScript", "Python"] }, deploymentConsent: true })
-    )
-    check(admitted.deploymentConsent && admitted.lease.invocations > 0, "the coordinator admits the agent's session with a lease")
-    console.log(`coordinator admitted session 'agent' under profile 'standard': ${admitted.lease.invocations} invocations leased`)
+    await sessions.get("agent").ready
+    const lease = Context.get(context, SessionLeases.SessionLeases).get("agent")
+    check(lease !== undefined, "the coordinator admits the agent's session with a lease")
+    console.log(`coordinator admitted session 'agent' under profile 'standard' (lease ${lease?.leaseId()})`)
 
     const agent = await createAgent(builder(), {
       config: { sessionId: "agent" },
@@ -190,8 +194,8 @@ const main = async () => {
     check(profile.calls.filter((call) => call.tool_name === "add").every((call) => call.caller_tool_name === "double"), "add was called by double")
     check(profile.calls.filter((call) => call.tool_name === "double").every((call) => call.caller_tool_name === "quadruple"), "double was called by quadruple")
 
-    await Effect.runPromise(coordinatorClient.release(Ids.sessionId("agent"), admitted.lease.id, { invocations: 3, tools: 2, repairs: 0 }))
-
+    // The agent's session ends first: its lease goes back to the coordinator, which confirms it.
+    await sessions.forget("agent")
     // Stop the jitbox processes: each drains and exits 0 on SIGTERM.
     for (const process_ of processes) process_.child.kill("SIGTERM")
     const codes = await Promise.all(processes.map((process_) => process_.exited))

@@ -9,6 +9,11 @@
  * it they stay in this process's memory. A session idle for `--idle-timeout` is stored and
  * released.
  *
+ * With `--profile <name>` each session is admitted by the namespace's coordinator under that
+ * execution profile when it activates, and spends the budgets the coordinator leases; without
+ * `--deployment-consent` (JT-CFG-05) such a session runs no model-written code. Workers run code
+ * only for admitted sessions unless they are started with `--no-admission`.
+ *
  * @since 0.1.0
  */
 import { Command, HelpDoc, Options } from "@effect/cli"
@@ -61,11 +66,22 @@ export const idleTimeout = Options.text("idle-timeout").pipe(
   Options.mapTryCatch(parseDuration, (error) => HelpDoc.p(error instanceof Error ? error.message : String(error)))
 )
 
+/** @since 0.1.0 @category options */
+export const profile = Options.text("profile").pipe(
+  Options.withDescription("Admit each session with the namespace's coordinator under this execution profile"),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const deploymentConsent = Options.boolean("deployment-consent").pipe(
+  Options.withDescription("The application consents to running model-written code on workers (JT-CFG-05); needs --profile")
+)
+
 /** What serving sessions can fail with. @since 0.1.0 @category errors */
 export type SessionsCommandError = HarnessError.ConfigError | TransportError.TransportError | JitHarnessSnapshot.SnapshotError
 
 /** @since 0.1.0 @category commands */
-export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout }, (config): Effect.Effect<never, SessionsCommandError> =>
+export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, profile, deploymentConsent }, (config): Effect.Effect<never, SessionsCommandError> =>
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
     yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
@@ -81,7 +97,11 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
       prefix,
       harness: { codeExecution: "sandboxed" },
       idleTimeout: config.idleTimeout,
-      activation: true
+      activation: true,
+      ...Option.match(config.profile, {
+        onNone: () => ({}),
+        onSome: (name) => ({ admission: { profile: name, deploymentConsent: config.deploymentConsent } })
+      })
     }).pipe(Effect.provide(context))
     return `sessions ${namespace}`
   }))).pipe(

@@ -85,6 +85,17 @@ export const logInvocations = Options.boolean("log-invocations").pipe(
   Options.withDescription("Print one line per finished invocation: worker, session, tool, call id and outcome")
 )
 
+/** @since 0.1.0 @category options */
+export const noAdmission = Options.boolean("no-admission").pipe(
+  Options.withDescription("Run code for any session, admitted by the coordinator or not (default: only for sessions whose lease the coordinator confirms)")
+)
+
+/** @since 0.1.0 @category options */
+export const nodeId = Options.text("node-id").pipe(
+  Options.withDescription("The name profiles pin with sandboxNodeId: this worker then also runs their code, one invocation at a time"),
+  Options.optional
+)
+
 /**
  * The line `--log-invocations` prints for one invocation.
  *
@@ -100,7 +111,7 @@ export type WorkerCommandError = HarnessError.ConfigError | TransportError.Trans
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
   "worker",
-  { ...Connection.options, pool, languages, concurrency, graceMs, id, logInvocations },
+  { ...Connection.options, pool, languages, concurrency, graceMs, id, logInvocations, noAdmission, nodeId },
   (config): Effect.Effect<never, WorkerCommandError> =>
     Serve.untilInterrupted(Effect.gen(function*() {
       const { prefix } = yield* Connection.prefixOf(config)
@@ -114,6 +125,8 @@ export const command = Command.make(
         languages: Option.getOrUndefined(config.languages),
         concurrency: config.concurrency,
         graceMs: config.graceMs,
+        requireAdmission: !config.noAdmission,
+        nodeId: Option.getOrUndefined(config.nodeId),
         onInvocation: config.logInvocations ? (invocation) => process.stdout.write(`${invocationLine(invocation)}\n`) : undefined
       }).pipe(Effect.provide(transport))
       return worker.workerId
