@@ -22,7 +22,7 @@ import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { afterAll, beforeAll } from "vitest"
 import * as NatsTransport from "../../src/NatsTransport.js"
-import { coordinatorProcess, exited, waitUntil } from "../fixtures/processes.js"
+import { coordinatorProcess, exited } from "../fixtures/processes.js"
 import { rejection } from "../fixtures/sessionsHere.js"
 
 let server: NatsServer.Handle | undefined
