@@ -17,6 +17,7 @@ import {
   type ModelProvider,
   ScriptedModel
 } from "@jitbox/agent"
+import { Embedded } from "@jitbox/runtime"
 
 const add = tool({
   name: "add",
@@ -188,14 +189,17 @@ export const pipeline = tool({
 }
 
 const main = async () => {
-  const jit = new JitHarnessExtension()
+  const runtime = await Embedded.start({ namespace: "example", harness: { policy: { allowedLanguages: ["JavaScript"] } } })
+  const jit = JitHarnessExtension.fromSessions(runtime.sessions)
+  const builder = runtime.sessions.get("builder")
   const client = await createAgent(BuilderModel(), {
     config: { sessionId: "builder" },
     tools: [add],
     extensions: [new InMemoryMessageAccumulator(), jit]
   })
   check((await client.run("Build and use twice.")).content === "42", "the first run answers 42")
-  const measurements = jit.getHarness("builder").profile()
+  check(runtime.workers[0]!.fetches() === 1, "twice ran on the embedded worker")
+  const measurements = await builder.profile()
   check(measurements.stats.find((stat) => stat.tool_name === "twice")?.completed_count === 1, "twice completed once")
   check(measurements.calls.find((call) => call.tool_name === "add")?.caller_tool_name === "twice", "add was called by twice")
   check(measurements.stats.some((stat) => stat.tool_name === "inspect_tool_stats"), "the model inspected profiling")
@@ -203,7 +207,7 @@ const main = async () => {
   const directory = await mkdtemp(join(tmpdir(), "jitbox-example-"))
   try {
     const path = join(directory, "harness.json")
-    await jit.getHarness("builder").save(path)
+    await JitHarnessSnapshot.save(await builder.snapshot(), path)
     const reused = new JitHarnessExtension(await JitHarnessSnapshot.load(path))
     const other = await createAgent(BuilderModel(), {
       config: { sessionId: "reused" },
@@ -214,6 +218,7 @@ const main = async () => {
     await exerciseLifecycle(join(directory, "pipeline.json"))
     await Promise.all([jit.forgetSession("builder"), reused.forgetSession("reused")])
   } finally {
+    await runtime.close()
     await rm(directory, { recursive: true, force: true })
   }
   console.log("JIT tool created and reused: 42")

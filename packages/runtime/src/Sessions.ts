@@ -294,9 +294,11 @@ export const make = (
     }
 
     const start = (sessionId: Ids.SessionId) =>
-      Effect.uninterruptible(Effect.gen(function*() {
+      // The scope is forked and closed on failure atomically; the actor itself is built
+      // interruptible, so the runtime its harness captures (timers, fibers) can be interrupted.
+      Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
         const scope = yield* Scope.fork(hostScope, ExecutionStrategy.sequential)
-        const exit = yield* Effect.flatMap(admissionOf(sessionId), (admission) =>
+        const exit = yield* restore(Effect.flatMap(admissionOf(sessionId), (admission) =>
           SessionActor.make({
             prefix: options.prefix,
             sessionId,
@@ -308,7 +310,7 @@ export const make = (
             graceMs: options.graceMs,
             onForget: () => forgetFromWire(sessionId)
           }).pipe(admission === undefined ? (effect) => effect : Effect.provideService(Admission.Admission, admission))
-        ).pipe(Scope.extend(scope), Effect.provide(context), Effect.exit)
+        )).pipe(Scope.extend(scope), Effect.provide(context), Effect.exit)
         if (Exit.isFailure(exit)) {
           yield* Scope.close(scope, exit)
           return yield* Effect.failCause(exit.cause)

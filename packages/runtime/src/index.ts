@@ -122,3 +122,8 @@ export * as WorkerCapacity from "./WorkerCapacity.js"
  * @since 0.1.0
  */
 export * as SessionLeases from "./SessionLeases.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Embedded from "./Embedded.js"

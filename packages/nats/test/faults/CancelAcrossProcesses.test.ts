@@ -80,7 +80,7 @@ describe("fault: cancel across processes", () => {
         harness: {
           tools: [note, gate],
           codeExecution: "sandboxed",
-          policy: { allowedLanguages: ["JavaScript"], allowAsyncOperations: true, maximumConcurrentInvocations: 4, maximumInvocations: 20 }
+          policy: { allowedLanguages: ["JavaScript"], requireRootCoordinator: false, allowAsyncOperations: true, maximumConcurrentInvocations: 4, maximumInvocations: 20 }
         }
       })
       const model = new RemoteSession.RemoteSession(yield* NatsTransport.make({ servers: server!.url }), "s1", { prefix })
