@@ -17,7 +17,7 @@
  * @since 0.1.0
  */
 import { Command, HelpDoc, Options } from "@effect/cli"
-import type { HarnessError, JitHarnessSnapshot } from "@jitbox/core"
+import { type HarnessError, type JitHarnessSnapshot, JitPolicy } from "@jitbox/core"
 import { NatsTransport } from "@jitbox/nats"
 import { Ids, RemoteCodeRunner, Sessions, SnapshotStore, type TransportError } from "@jitbox/runtime"
 import * as Duration from "effect/Duration"
@@ -77,11 +77,40 @@ export const deploymentConsent = Options.boolean("deployment-consent").pipe(
   Options.withDescription("The application consents to running model-written code on workers (JT-CFG-05); needs --profile")
 )
 
+/**
+ * A request policy written as JSON (`{"allowedLanguages":["JavaScript"]}`); throws naming the option otherwise.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const parsePolicy = (text: string): JitPolicy.JitPolicyInput => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    throw new Error(`--policy: expected a JSON object such as {"allowedLanguages":["JavaScript"]}, got '${text.slice(0, 200)}'`)
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("--policy: expected a JSON object")
+  try {
+    JitPolicy.make(parsed as JitPolicy.JitPolicyInput)
+  } catch (error) {
+    throw new Error(`--policy: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  return parsed as JitPolicy.JitPolicyInput
+}
+
+/** @since 0.1.0 @category options */
+export const policy = Options.text("policy").pipe(
+  Options.withDescription("The sessions' request policy as JSON (fields left out take the policy defaults); the coordinator intersects it with --profile"),
+  Options.mapTryCatch(parsePolicy, (error) => HelpDoc.p(error instanceof Error ? error.message : String(error))),
+  Options.optional
+)
+
 /** What serving sessions can fail with. @since 0.1.0 @category errors */
 export type SessionsCommandError = HarnessError.ConfigError | TransportError.TransportError | JitHarnessSnapshot.SnapshotError
 
 /** @since 0.1.0 @category commands */
-export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, profile, deploymentConsent }, (config): Effect.Effect<never, SessionsCommandError> =>
+export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, profile, deploymentConsent, policy }, (config): Effect.Effect<never, SessionsCommandError> =>
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
     yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
@@ -95,7 +124,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
     )
     yield* Sessions.make({
       prefix,
-      harness: { codeExecution: "sandboxed" },
+      harness: { codeExecution: "sandboxed", ...Option.match(config.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) }) },
       idleTimeout: config.idleTimeout,
       activation: true,
       ...Option.match(config.profile, {

@@ -42,7 +42,10 @@ beforeAll(async () => {
   transport = await Effect.runPromise(NatsTransport.make({ servers: server.url }).pipe(Scope.extend(scope)))
   coordinator = spawnCli(["coordinator", "--server", server.url, "--namespace", namespace, "--profiles", path.join(directory, "profiles.json")])
   worker = spawnCli(["worker", "--id", "w1", "--grace-ms", "300", "--log-invocations"], { JITBOX_SERVER: server.url, JITBOX_NAMESPACE: namespace })
-  sessions = spawnCli(["sessions", "--server", server.url, "--namespace", namespace, "--store", path.join(directory, "store"), "--idle-timeout", "10m"])
+  sessions = spawnCli([
+    "sessions", "--server", server.url, "--namespace", namespace, "--store", path.join(directory, "store"), "--idle-timeout", "10m",
+    "--profile", "standard", "--deployment-consent", "--policy", JSON.stringify({ allowedLanguages: ["JavaScript"] })
+  ])
   await Promise.all([
     coordinator.line(/^ready /),
     worker.line(/^ready /),

@@ -20,6 +20,14 @@
  * requires a root coordinator (`requireRootCoordinator`, true by default) runs no model-written
  * code: every new version is refused with `PolicyViolation` `RootCoordinatorRequired` (D-19).
  *
+ * With a `SessionOwnership` in the context, a session is active in at most one host: the host
+ * claims it before loading it (another host's live claim fails the activation with
+ * `OwnershipError` `Held`, naming that host), renews the claim every third of its `ttlMs` while the
+ * session is active, and releases it after closing the session. A host that loses its claim (it
+ * could not renew in time, or another host took the session over) closes the session at once,
+ * without storing it again: every change was stored when it was made, and the new owner's state
+ * must not be overwritten.
+ *
  * Idle time is measured with the context's `Clock`, so a test drives it with `TestClock`.
  *
  * @since 0.1.0
@@ -35,12 +43,14 @@ import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as os from "node:os"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import type * as Coordinator from "./Coordinator.js"
 import * as LeasedAdmission from "./LeasedAdmission.js"
 import * as SessionLeases from "./SessionLeases.js"
+import * as SessionOwnership from "./SessionOwnership.js"
 import * as Ids from "./Ids.js"
 import type { CatalogEntry, PageOptions, SessionApi } from "./SessionApi.js"
 import * as SessionActor from "./SessionActor.js"
@@ -67,6 +77,8 @@ export interface SessionsOptions {
   readonly manageConcurrency?: number | undefined
   readonly backlog?: number | undefined
   readonly graceMs?: number | undefined
+  /** This host's name in `SessionOwnership` claims (default: host name, pid and a random part). */
+  readonly ownerId?: string | undefined
   /** Admit every session with the namespace's root coordinator under a named execution profile. */
   readonly admission?: SessionAdmission | undefined
 }
@@ -284,6 +296,8 @@ export const make = (
     const slots = new Map<Ids.SessionId, Slot>()
     let closed = false
     const leases = Option.getOrUndefined(yield* Effect.serviceOption(SessionLeases.SessionLeases))
+    const ownership = Option.getOrUndefined(yield* Effect.serviceOption(SessionOwnership.SessionOwnership))
+    const ownerId = options.ownerId ?? `${os.hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
     const rootRequired = yield* Effect.try({ try: () => requiresRootCoordinator(options), catch: (error) => error as HarnessError.ConfigError })
     const locals = new Map<Ids.SessionId, LocalSession>()
 
@@ -298,7 +312,7 @@ export const make = (
       // interruptible, so the runtime its harness captures (timers, fibers) can be interrupted.
       Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
         const scope = yield* Scope.fork(hostScope, ExecutionStrategy.sequential)
-        const exit = yield* restore(Effect.flatMap(admissionOf(sessionId), (admission) =>
+        const exit = yield* restore(Effect.zipRight(claim(sessionId), Effect.flatMap(admissionOf(sessionId), (admission) =>
           SessionActor.make({
             prefix: options.prefix,
             sessionId,
@@ -310,13 +324,43 @@ export const make = (
             graceMs: options.graceMs,
             onForget: () => forgetFromWire(sessionId)
           }).pipe(admission === undefined ? (effect) => effect : Effect.provideService(Admission.Admission, admission))
-        )).pipe(Scope.extend(scope), Effect.provide(context), Effect.exit)
+        ))).pipe(Scope.extend(scope), Effect.provide(context), Effect.exit)
         if (Exit.isFailure(exit)) {
           yield* Scope.close(scope, exit)
           return yield* Effect.failCause(exit.cause)
         }
         return { actor: exit.value, scope }
       }))
+
+    /** Claims the session for this host until the session's scope closes, and keeps the claim renewed (a no-op without `SessionOwnership`). */
+    const claim = (sessionId: Ids.SessionId): Effect.Effect<void, SessionOwnership.OwnershipError, Scope.Scope> => {
+      if (ownership === undefined) return Effect.void
+      return Effect.gen(function*() {
+        const claimed = yield* ownership.claim(sessionId, ownerId)
+        // added before the actor, so it runs after the actor has closed
+        yield* Effect.addFinalizer(() =>
+          claimed.release.pipe(Effect.catchAll((error) => Effect.logWarning(`jitbox: releasing the claim on session ${sessionId}: ${error.message}`)))
+        )
+        const every = Math.max(10, Math.floor(ownership.ttlMs / 3))
+        const lost = (why: string) =>
+          Effect.zipRight(
+            Effect.logWarning(`jitbox: session ${sessionId} is closed here: ${why}`),
+            Effect.forkIn(release(sessionId, () => true, true), hostScope)
+          )
+        const keep: Effect.Effect<void> = Effect.gen(function*() {
+          for (;;) {
+            yield* Effect.sleep(every)
+            const renewed = yield* Effect.either(claimed.renew)
+            if (renewed._tag === "Right") continue
+            const now = yield* Clock.currentTimeMillis
+            if (renewed.left.reason === "Unavailable" && now < claimed.expiresAt()) continue
+            yield* lost(renewed.left.message)
+            return
+          }
+        })
+        yield* Effect.forkScoped(Effect.interruptible(keep))
+      })
+    }
 
     /** The session's admission: its coordinator lease, a refusal (D-19), or none (the harness's own policy). */
     const admissionOf = (

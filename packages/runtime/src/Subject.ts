@@ -13,7 +13,9 @@
  * | `<prefix>.coordinator.<op>` | the root coordinator | admission, leases, policy |
  * | `<prefix>.worker.<pool>.<language>.invoke` | workers, one queue group per (pool, language) | run one invocation |
  * | `<prefix>.node.<workerId>.<language>.invoke` | the one worker a profile pins (`sandboxNodeId`) | run one invocation, one at a time |
- * | `<prefix>.worker.package.<versionId>` | the session that owns the package | fetch a code package by version |
+ * | `<prefix>.session.<sessionId>.package` | the session's `RemoteCodeRunner` | a worker fetches a code package by version, in chunks |
+ * | `<prefix>.session.<sessionId>.heartbeat` | the session's `RemoteCodeRunner` | workers say which of its calls they run (published) |
+ * | `<prefix>.workers.cancel` | every worker | cancel a running invocation by (session, call id) (published) |
  * | `<prefix>.events.<sessionId>.<event>` | anyone | `jit_tool_*` and lifecycle events |
  * | `<prefix>.profile.<sessionId>` | anyone | one profiling record per finished attempt |
  * | `<prefix>.workers.capacity` | coordinators | each worker's capacity, published periodically and on change |
@@ -122,9 +124,6 @@ export const workerCancel = (prefix: Prefix): Subject => subject(`${prefix}.work
 
 /** Each worker's capacity report, published periodically and on change, read by every coordinator. @since 0.1.0 @category subjects */
 export const workersCapacity = (prefix: Prefix): Subject => subject(`${prefix}.workers.capacity`)
-
-/** A code package, fetched by its version id. @since 0.1.0 @category subjects */
-export const workerPackage = (prefix: Prefix, versionId: Ids.Token): Subject => subject(`${prefix}.worker.package.${versionId}`)
 
 /** One event of one session. @since 0.1.0 @category subjects */
 export const events = (prefix: Prefix, session: Ids.SessionId, event: Ids.Token): Subject =>

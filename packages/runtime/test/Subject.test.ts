@@ -20,7 +20,6 @@ describe("Subject", () => {
         Subject.sessionsActivate(p),
         Subject.coordinator(p, Ids.token("admit")),
         Subject.workerInvoke(p, Ids.poolName("gpu"), "python"),
-        Subject.workerPackage(p, Ids.token("v_0123456789abcdef0123")),
         Subject.events(p, s, Ids.token("jit_tool_started")),
         Subject.profile(p, s)
       ],
