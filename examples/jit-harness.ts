@@ -190,6 +190,18 @@ export const pipeline = tool({
 
 const main = async () => {
   const runtime = await Embedded.start({ namespace: "example", harness: { policy: { allowedLanguages: ["JavaScript"] } } })
+  try {
+    await runOn(runtime)
+  } finally {
+    await runtime.close()
+  }
+  console.log("JIT tool created and reused: 42")
+  console.log("JIT invariants checked: composition, failed update, unload, snapshot isolation")
+  console.log("JIT profiling checked: per-tool totals and nested call records")
+  console.log("JIT diagnostics checked: recent dependency error retained")
+}
+
+const runOn = async (runtime: Embedded.EmbeddedRuntime) => {
   const jit = JitHarnessExtension.fromSessions(runtime.sessions)
   const builder = runtime.sessions.get("builder")
   const client = await createAgent(BuilderModel(), {
@@ -218,13 +230,8 @@ const main = async () => {
     await exerciseLifecycle(join(directory, "pipeline.json"))
     await Promise.all([jit.forgetSession("builder"), reused.forgetSession("reused")])
   } finally {
-    await runtime.close()
     await rm(directory, { recursive: true, force: true })
   }
-  console.log("JIT tool created and reused: 42")
-  console.log("JIT invariants checked: composition, failed update, unload, snapshot isolation")
-  console.log("JIT profiling checked: per-tool totals and nested call records")
-  console.log("JIT diagnostics checked: recent dependency error retained")
 }
 
 main().catch((error: unknown) => {
