@@ -7,7 +7,9 @@
  * With `--store <dir>` snapshots are JSON files in that directory (`SnapshotStore.layerFile`), so
  * a session survives this process and any host sharing the directory can take it over; without
  * it they stay in this process's memory. A session idle for `--idle-timeout` is stored and
- * released.
+ * released. Each host claims a session (a JetStream KV record per session, `KvSessionOwnership`)
+ * before it activates it, so a session is active in one host at a time, and every session's events
+ * and profile records are published (`StreamPublisher`).
  *
  * With `--profile <name>` each session is admitted by the namespace's coordinator under that
  * execution profile when it activates, and spends the budgets the coordinator leases; without
@@ -18,8 +20,8 @@
  */
 import { Command, HelpDoc, Options } from "@effect/cli"
 import { type HarnessError, type JitHarnessSnapshot, JitPolicy } from "@jitbox/core"
-import { NatsTransport } from "@jitbox/nats"
-import { Ids, RemoteCodeRunner, Sessions, SnapshotStore, type TransportError } from "@jitbox/runtime"
+import { KvSessionOwnership, NatsTransport } from "@jitbox/nats"
+import { Ids, RemoteCodeRunner, type SessionOwnership, Sessions, SnapshotStore, StreamPublisher, type TransportError } from "@jitbox/runtime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -107,7 +109,11 @@ export const policy = Options.text("policy").pipe(
 )
 
 /** What serving sessions can fail with. @since 0.1.0 @category errors */
-export type SessionsCommandError = HarnessError.ConfigError | TransportError.TransportError | JitHarnessSnapshot.SnapshotError
+export type SessionsCommandError =
+  | HarnessError.ConfigError
+  | TransportError.TransportError
+  | JitHarnessSnapshot.SnapshotError
+  | SessionOwnership.OwnershipError
 
 /** @since 0.1.0 @category commands */
 export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, profile, deploymentConsent, policy }, (config): Effect.Effect<never, SessionsCommandError> =>
@@ -119,8 +125,13 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
       onNone: () => SnapshotStore.layerMemory(),
       onSome: (directory) => SnapshotStore.layerFile({ directory })
     })
+    // every host of the namespace claims a session before it activates it, so one session is active in one host at a time
+    const ownership = KvSessionOwnership.layer({ namespace, connection: Connection.natsOptions(config, `jitbox-sessions-owners-${namespace}`) })
     const context = yield* Layer.build(
-      Layer.provideMerge(RemoteCodeRunner.layer({ prefix, pool: config.pool }), Layer.merge(transport, snapshots))
+      Layer.provideMerge(
+        Layer.mergeAll(RemoteCodeRunner.layer({ prefix, pool: config.pool }), StreamPublisher.layer({ prefix })),
+        Layer.mergeAll(transport, snapshots, ownership)
+      )
     )
     yield* Sessions.make({
       prefix,

@@ -52,7 +52,7 @@ export interface RemoteCodeRunnerOptions {
   readonly activateTimeoutMs?: number | undefined
   /** How long an invocation without a deadline may take (default 300 000 ms). */
   readonly timeoutMs?: number | undefined
-  /** The pause before sending again an invocation every worker answered `Busy` (default 5 ms). */
+  /** The first pause before sending again an invocation every worker answered `Busy` (default 5 ms); it doubles on each `Busy`, up to 32 times this. */
   readonly busyRetryMs?: number | undefined
   /** How long past a call's deadline its answer is awaited, so the harness and the worker report the timeout (default 2 000 ms). */
   readonly deadlineGraceMs?: number | undefined
@@ -236,6 +236,8 @@ export const make = (
       signal?: AbortSignal,
       watched?: Watched
     ): Promise<unknown> => {
+      // Busy answers are retried after a pause that doubles from busyRetryMs up to 32 times it
+      let pause = busyRetryMs
       for (;;) {
         if (watched !== undefined) watched.lastHeard = Date.now()
         const timeoutMs = Math.max(1, deadline + graceMs - clock.unsafeCurrentTimeMillis())
@@ -250,8 +252,9 @@ export const make = (
           // not the worker's answer to the cancel racing it
           if (lost !== undefined && watched?.lost.signal.aborted === true) throw lost
           const busy = error instanceof TransportError && error.reason === "Busy"
-          if (!busy || signal?.aborted === true || clock.unsafeCurrentTimeMillis() + busyRetryMs >= deadline) throw error
-          await sleep(busyRetryMs)
+          if (!busy || signal?.aborted === true || clock.unsafeCurrentTimeMillis() + pause >= deadline) throw error
+          await sleep(pause)
+          pause = Math.min(pause * 2, busyRetryMs * 32)
         }
       }
     }

@@ -141,7 +141,14 @@ export const profile = (prefix: Prefix, session: Ids.SessionId): Subject => subj
 /** The profiling records of every session of the namespace. @since 0.1.0 @category patterns */
 export const allProfiles = (prefix: Prefix): Pattern => pattern(`${prefix}.profile.*`)
 
-/** Everything in the namespace (an observer's view). @since 0.1.0 @category patterns */
+/**
+ * Everything in the namespace, for debugging. Not an observer's view: on NATS a subscriber of
+ * `session.<sid>.call` means a request there finds a "responder", so a call to a session nobody
+ * hosts times out instead of activating it. Observers subscribe `allEvents` and `allProfiles`.
+ *
+ * @since 0.1.0
+ * @category patterns
+ */
 export const everything = (prefix: Prefix): Pattern => pattern(`${prefix}.>`)
 
 /** The namespace of a prefix: its last token (a namespace holds no `.`). @since 0.1.0 @category accessors */
