@@ -7,10 +7,11 @@
  *   permission flags, uid, scrubbed environment), running a JSON-lines echo loop, and replies with
  *   the child's answer: NATS and a subprocess, no jitbox code.
  * - **jitbox**: a session hosted here (`Sessions` + `RemoteCodeRunner` over `NatsTransport`, with
- *   `LeasedAdmission` from a `Coordinator` on a JetStream KV ledger and a `StreamPublisher`) calls a
+ *   each session admitted through `Sessions`' `admission` (a `LeasedAdmission` lease from a
+ *   `Coordinator` on a JetStream KV ledger) and a `StreamPublisher`) calls a
  *   trivial JavaScript echo tool, sandboxed on a warm worker in another process
- *   (benchmarks/remoteWorker.ts): admission lease, dispatch, profiling record, events, worker,
- *   sandbox and back.
+ *   (benchmarks/remoteWorker.ts, checking each session's lease with the coordinator): admission
+ *   lease, dispatch, profiling record, events, worker, sandbox and back.
  *
  * Cases: latency with 1 call in flight (raw and jitbox samples interleaved one by one, the order
  * alternating); throughput with 64 calls in flight (raw and jitbox alternate in timed rounds);
@@ -25,8 +26,9 @@
  * child), per call. Scale-out is set beside the machine's own: the same loop in one and in two
  * threads, no jitbox, interleaved with the workers' rounds (the machine is shared).
  *
- * The coordinator grants 1,024 invocations per lease renewal (its default, 64, runs dry at 64 calls
- * in flight: calls are refused `BudgetExhausted` until the renewal lands).
+ * The lease grants the coordinator's default number of invocations at a time (BENCH_GRANT sets
+ * another: with 64, an earlier default, a lease ran dry at 64 calls in flight and calls were refused
+ * `BudgetExhausted` until the renewal landed).
  *
  * Writes benchmarks/results/remote.json and remote.md (generated tables, then the notes kept below
  * the marker line). `--quick` is a short smoke run that writes nothing; so does a run of some phases.
@@ -45,7 +47,6 @@ import {
   Coordinator,
   ExecutionProfile,
   Ids,
-  LeasedAdmission,
   RemoteCodeRunner,
   Sessions,
   SnapshotStore,
@@ -99,7 +100,9 @@ const pools = {
   default: { pool: "default", concurrency: 8, backlog: 64, maximumRuntimeEnvironments: 2 },
   compose: { pool: "compose", concurrency: 8, backlog: 64, maximumRuntimeEnvironments: 4 },
   solo: { pool: "solo", concurrency: 1, backlog: 16, maximumRuntimeEnvironments: 1 },
-  pair: { pool: "pair", concurrency: 1, backlog: 16, maximumRuntimeEnvironments: 1 }
+  pair: { pool: "pair", concurrency: 1, backlog: 16, maximumRuntimeEnvironments: 1 },
+  /** `default` without lease checks, for sessions hosted without admission (`BENCH_PHASES=parts`). */
+  open: { pool: "open", concurrency: 8, backlog: 64, maximumRuntimeEnvironments: 2, requireAdmission: false }
 } satisfies Record<string, PoolSpec>
 
 /** The ceiling and the request are the same: the most a policy allows per session. */
@@ -110,8 +113,8 @@ const policy = {
   maximumTools: 16
 }
 const profiles = ExecutionProfile.all([{ name: "bench", policy }])
-/** Invocations one lease grant adds (the coordinator's default is 64). */
-const invocationsPerGrant = env("BENCH_GRANT", 1_024, 1_024)
+/** Invocations one lease grant adds (BENCH_GRANT; else the coordinator's default). */
+const invocationsPerGrant = process.env.BENCH_GRANT === undefined ? undefined : Number(process.env.BENCH_GRANT)
 
 const add = tool({
   name: "add",
@@ -442,17 +445,19 @@ const openSession = async (
   try {
     const seams = await Effect.runPromise(
       Layer.buildWithScope(
-        Layer.mergeAll(
-          parts.lease ? LeasedAdmission.layer({ namespace, sessionId, profile: "bench", policy, deploymentConsent: true }) : Layer.empty,
-          parts.streams ? StreamPublisher.layer({ prefix }) : Layer.empty,
-          SnapshotStore.layerMemory()
-        ),
+        Layer.merge(parts.streams ? StreamPublisher.layer({ prefix }) : Layer.empty, SnapshotStore.layerMemory()),
         scope
       ).pipe(Effect.provide(bench.transport))
     )
     const host = await Effect.runPromise(
-      Sessions.make({ prefix, harness: { tools: [add] }, idleTimeout: "1 hour", activation: false }).pipe(
-        Effect.provide(Context.merge(Context.merge(bench.transport, bench.runners[pool]!), seams)),
+      Sessions.make({
+        prefix,
+        harness: { tools: [add] },
+        idleTimeout: "1 hour",
+        activation: false,
+        ...(parts.lease ? { admission: { profile: "bench", policy, deploymentConsent: true } } : {})
+      }).pipe(
+        Effect.provide(Context.merge(Context.merge(bench.transport, bench.runners[parts.lease ? pool : "open"]!), seams)),
         Scope.extend(scope)
       )
     )
@@ -769,7 +774,7 @@ const main = async () => {
     })
     // process A: the echo pool, the single worker of scale-out and one of the pair; process B: the other of the pair
     const starting = [
-      startProcess("remoteWorker.ts", workerEnv([pools.default, pools.compose, pools.solo, pools.pair])),
+      startProcess("remoteWorker.ts", workerEnv([pools.default, pools.compose, pools.solo, pools.pair, pools.open])),
       startProcess("remoteWorker.ts", workerEnv([pools.pair])),
       startProcess("remoteRawResponder.ts", { BENCH_SERVER: server.url, BENCH_RAW_SUBJECT: rawSubject })
     ]
@@ -800,7 +805,7 @@ const main = async () => {
     const ledger = await Effect.runPromise(
       Layer.buildWithScope(KvLedger.layer({ bucket: KvLedger.bucketOf(namespace), connection: { servers: server.url, name: "bench-ledger" } }), root)
     )
-    await Effect.runPromise(Coordinator.make({ namespace, profiles, invocationsPerGrant }).pipe(Effect.provide(Context.merge(transport, ledger)), Scope.extend(root)))
+    await Effect.runPromise(Coordinator.make({ namespace, profiles, ...(invocationsPerGrant === undefined ? {} : { invocationsPerGrant }) }).pipe(Effect.provide(Context.merge(transport, ledger)), Scope.extend(root)))
     const runners: Record<string, Context.Context<never>> = {}
     for (const pool of Object.keys(pools)) {
       runners[pool] = await Effect.runPromise(
@@ -986,7 +991,7 @@ const main = async () => {
         interleaving:
           "latency: raw and jitbox samples alternate one by one, the order alternating; throughput and scale-out: the two sides alternate in timed rounds, the order alternating; composition: depths 0, 1, 2 rotate sample by sample",
         sessions: "each round opens a new session with its own lease (profile 'bench': JavaScript, 6,400 invocations, 8 concurrent), warmed up before it is timed",
-        invocations_per_grant: invocationsPerGrant,
+        invocations_per_grant: invocationsPerGrant ?? "the coordinator's default",
         pools,
         processes: "this process: raw requester, sessions, coordinator (KV ledger); worker A: pools default, compose, solo, pair; worker B: pool pair; raw responder: one raw child",
         usage: "CPU (user + system) and read/write system calls (/proc/<pid>/stat, /proc/<pid>/io) of each process over the timed part, per call",

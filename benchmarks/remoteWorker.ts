@@ -1,8 +1,9 @@
 /**
  * A worker process for benchmarks/remote.ts: connects to BENCH_SERVER, serves namespace
  * BENCH_NAMESPACE with one `Worker` per entry of BENCH_POOLS (JSON: pool, concurrency, backlog,
- * the sandbox's maximumRuntimeEnvironments), prints `ready` once all serve, and on SIGTERM closes
- * its scope (each worker drains and kills its sandbox children) and exits.
+ * the sandbox's maximumRuntimeEnvironments, requireAdmission), as `jitbox worker` runs one, prints
+ * `ready` once all serve, and on SIGTERM closes its scope (each worker drains and kills its sandbox
+ * children) and exits.
  */
 import { Ids, Subject, Worker } from "@jitbox/runtime"
 import { NatsTransport } from "@jitbox/nats"
@@ -16,6 +17,8 @@ export interface PoolSpec {
   readonly concurrency: number
   readonly backlog: number
   readonly maximumRuntimeEnvironments: number
+  /** Whether requests must carry a lease the coordinator confirms (the worker's default: true). */
+  readonly requireAdmission?: boolean
 }
 
 const pools = JSON.parse(process.env.BENCH_POOLS!) as ReadonlyArray<PoolSpec>
@@ -31,7 +34,8 @@ const main = Effect.gen(function*() {
       concurrency: spec.concurrency,
       backlog: spec.backlog,
       graceMs: 1_000,
-      sandbox: { maximumRuntimeEnvironments: spec.maximumRuntimeEnvironments }
+      sandbox: { maximumRuntimeEnvironments: spec.maximumRuntimeEnvironments },
+      ...(spec.requireAdmission === undefined ? {} : { requireAdmission: spec.requireAdmission })
     }).pipe(Effect.provide(transport), Scope.extend(scope))
   }
   process.stdout.write("ready\n")

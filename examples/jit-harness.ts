@@ -17,6 +17,7 @@ import {
   type ModelProvider,
   ScriptedModel
 } from "@jitbox/agent"
+import { Embedded } from "@jitbox/runtime"
 
 const add = tool({
   name: "add",
@@ -188,14 +189,29 @@ export const pipeline = tool({
 }
 
 const main = async () => {
-  const jit = new JitHarnessExtension()
+  const runtime = await Embedded.start({ namespace: "example", harness: { policy: { allowedLanguages: ["JavaScript"] } } })
+  try {
+    await runOn(runtime)
+  } finally {
+    await runtime.close()
+  }
+  console.log("JIT tool created and reused: 42")
+  console.log("JIT invariants checked: composition, failed update, unload, snapshot isolation")
+  console.log("JIT profiling checked: per-tool totals and nested call records")
+  console.log("JIT diagnostics checked: recent dependency error retained")
+}
+
+const runOn = async (runtime: Embedded.EmbeddedRuntime) => {
+  const jit = JitHarnessExtension.fromSessions(runtime.sessions)
+  const builder = runtime.sessions.get("builder")
   const client = await createAgent(BuilderModel(), {
     config: { sessionId: "builder" },
     tools: [add],
     extensions: [new InMemoryMessageAccumulator(), jit]
   })
   check((await client.run("Build and use twice.")).content === "42", "the first run answers 42")
-  const measurements = jit.getHarness("builder").profile()
+  check(runtime.workers[0]!.fetches() === 1, "twice ran on the embedded worker")
+  const measurements = await builder.profile()
   check(measurements.stats.find((stat) => stat.tool_name === "twice")?.completed_count === 1, "twice completed once")
   check(measurements.calls.find((call) => call.tool_name === "add")?.caller_tool_name === "twice", "add was called by twice")
   check(measurements.stats.some((stat) => stat.tool_name === "inspect_tool_stats"), "the model inspected profiling")
@@ -203,7 +219,7 @@ const main = async () => {
   const directory = await mkdtemp(join(tmpdir(), "jitbox-example-"))
   try {
     const path = join(directory, "harness.json")
-    await jit.getHarness("builder").save(path)
+    await JitHarnessSnapshot.save(await builder.snapshot(), path)
     const reused = new JitHarnessExtension(await JitHarnessSnapshot.load(path))
     const other = await createAgent(BuilderModel(), {
       config: { sessionId: "reused" },
@@ -216,10 +232,6 @@ const main = async () => {
   } finally {
     await rm(directory, { recursive: true, force: true })
   }
-  console.log("JIT tool created and reused: 42")
-  console.log("JIT invariants checked: composition, failed update, unload, snapshot isolation")
-  console.log("JIT profiling checked: per-tool totals and nested call records")
-  console.log("JIT diagnostics checked: recent dependency error retained")
 }
 
 main().catch((error: unknown) => {

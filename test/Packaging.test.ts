@@ -2,9 +2,10 @@
  * The packages work outside this repository: `pnpm pack` makes a tarball of each, a fresh
  * project in the system's temporary folder installs the tarballs with plain npm (which fetches the
  * third-party dependencies from the registry), and `node` runs a small program there that uses
- * @jitbox/core, @jitbox/sandbox, @jitbox/agent, @jitbox/runtime, @jitbox/nats and @jitbox/testing
- * (a request over the in-memory transport and over a real nats-server) as any consumer would: no workspace links, no
- * `@jitbox/source` condition, only what the tarballs contain. The workspace's TypeScript
+ * @jitbox/core, @jitbox/sandbox, @jitbox/agent, @jitbox/runtime, @jitbox/nats, @jitbox/testing
+ * (a request over the in-memory transport and over a real nats-server) and @jitbox/cli as any consumer
+ * would: no workspace links, no `@jitbox/source` condition, only what the tarballs contain; the
+ * installed `jitbox` binary runs too. The workspace's TypeScript
  * type-checks the same program (strict, NodeNext, declaration files included), so broken `.d.ts`
  * fail here too.
  *
@@ -21,7 +22,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
-const packageNames = ["core", "agent", "sandbox", "runtime", "nats", "testing"] as const
+const packageNames = ["core", "agent", "sandbox", "runtime", "nats", "testing", "cli"] as const
 type PackageName = typeof packageNames[number]
 const packageDir = (name: PackageName) => path.join(root, "packages", name)
 const tsc = createRequire(path.join(root, "package.json")).resolve("typescript/bin/tsc")
@@ -63,6 +64,7 @@ import { SandboxRunner } from "@jitbox/sandbox"
 import { Ids, MemoryTransport, Subject, Transport } from "@jitbox/runtime"
 import { NatsTransport } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
+import { Cli } from "@jitbox/cli"
 import * as Effect from "effect/Effect"
 
 /**
@@ -154,6 +156,9 @@ try {
 } finally {
   await server.close()
 }
+
+// 5. The jitbox command's module: its version, as \`jitbox --version\` prints it.
+print("cli version", Cli.version)
 `
 
 const expectedOutput = [
@@ -167,7 +172,8 @@ const expectedOutput = [
   `agent turns: 3`,
   `agent tool calls: ["create_tool","twice"]`,
   `memory transport: "echo:hi"`,
-  `nats transport: "echo:hi"`
+  `nats transport: "echo:hi"`,
+  `cli version: "0.1.0"`
 ]
 
 /** What a consumer's strict TypeScript sees: declaration files are checked too (`skipLibCheck: false`). */
@@ -296,7 +302,8 @@ describe("the packed packages in a project outside the repository", () => {
       sandbox: ["core"],
       runtime: ["core"],
       nats: ["runtime"],
-      testing: []
+      testing: [],
+      cli: ["core", "runtime", "nats"]
     }
     for (const dependency of jitboxDependencies[name]) {
       expect(manifest.dependencies[`@jitbox/${dependency}`]).toBe(versionOf(dependency))
@@ -314,7 +321,22 @@ describe("the packed packages in a project outside the repository", () => {
     }
   })
 
-  it("node runs a program that uses core, sandbox, agent, runtime, nats and testing", async () => {
+  it("@jitbox/cli: the packed manifest's bin is dist/bin.js, a node script in the tarball", () => {
+    const { entries, manifest } = packed.get("cli")!
+    expect(manifest.bin).toEqual({ jitbox: "./dist/bin.js" })
+    expect(entries).toContain("package/dist/bin.js")
+    expect(fs.readFileSync(path.join(packageDir("cli"), "dist/bin.js"), "utf8").split("\n")[0]).toBe("#!/usr/bin/env node")
+  })
+
+  it("the installed jitbox binary runs: its version, and the help of jitbox worker", async () => {
+    const project = path.join(work!, "project")
+    const jitbox = path.join(project, "node_modules/.bin/jitbox")
+    expect((await run(jitbox, ["--version"], { cwd: project, timeoutMs: 60_000 })).stdout.trim()).toBe(versionOf("cli"))
+    const help = (await run(jitbox, ["worker", "--help"], { cwd: project, timeoutMs: 60_000 })).stdout
+    for (const option of ["--server", "--creds", "--namespace", "--pool", "--log-invocations"]) expect(help).toContain(option)
+  }, 150_000)
+
+  it("node runs a program that uses core, sandbox, agent, runtime, nats, testing and cli", async () => {
     const { stdout } = await run(process.execPath, ["main.js"], { cwd: path.join(work!, "project"), timeoutMs: 120_000 })
     expect(stdout.trimEnd().split("\n")).toEqual(expectedOutput)
   }, 150_000)

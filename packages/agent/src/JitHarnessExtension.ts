@@ -67,8 +67,9 @@ export class JitHarnessExtension implements AgentExtension {
    * @category constructors
    */
   static fromSessions(sessions: Sessions.SessionsShape): JitHarnessExtension {
-    const extension = Object.create(JitHarnessExtension.prototype) as JitHarnessExtension
-    Object.assign(extension, { name: "JitHarnessExtension", sessions, local: undefined })
+    // Through the constructor, so the instance fields (openRequest) exist; then the given sessions replace the local ones.
+    const extension = new JitHarnessExtension()
+    Object.assign(extension, { sessions, local: undefined })
     return extension
   }
 

@@ -5,7 +5,7 @@
  * LIFE-03, LIFE-07).
  */
 import { createAgent, InMemoryMessageAccumulator, JitHarnessExtension, ScriptedModel } from "@jitbox/agent"
-import { HarnessError, InspectionToolExposure, type JitHarness, JitHarnessSnapshot, ManagementTools, tool } from "@jitbox/core"
+import { HarnessError, InspectionToolExposure, type JitHarness, JitHarnessSnapshot, ManagementTools, Sessions, tool } from "@jitbox/core"
 import { mkdtemp, readFile, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -93,6 +93,22 @@ describe("sessions (LIFE-06, LIFE-09)", () => {
     expect(history.messages("a")).toEqual(messages)
     expect(await readFile(path, "utf8")).toBe(fileBefore)
     await jit.forgetSession("never-seen")
+  })
+
+  it("fromSessions: the agent's requests go to the sessions given (management tools offered, base tools attached)", async () => {
+    const sessions = Sessions.local()
+    const jit = JitHarnessExtension.fromSessions(sessions)
+    const script = recording([
+      calls(["c1", "create_tool", { entrypoint: "twice", source: twiceSource }]),
+      calls(["c2", "twice", { value: 21 }]),
+      (request) => (request.messages.at(-1) as { content: string }).content
+    ])
+    const agent = await createAgent(script.model, { config: { sessionId: "s" }, tools: [add], extensions: [jit] })
+    expect((await agent.run("Build and use twice.")).content).toBe("42")
+    expect(script.requests[0]!.tools.map((t) => t.name)).toContain("create_tool")
+    expect(sessions.harness("s").listTools().map((t) => t.name)).toContain("twice")
+    expect(() => jit.getHarness("s")).toThrow(HarnessError.ConfigError)
+    await sessions.forget("s")
   })
 })
 

@@ -51,6 +51,8 @@ export interface AdmissionShape {
   readonly commitVersion: (repair: boolean) => void
   /** Spends one invocation if one is left. */
   readonly trySpendInvocation: () => boolean
+  /** Why `trySpendInvocation` refuses when the reason is not a spent budget (no consent, an expired lease…). */
+  readonly refusal?: (() => string | undefined) | undefined
   /**
    * Waits for a concurrency slot. Rejects with the signal's reason when `signal` aborts while the
    * call waits: an abandoned call never takes a slot later.
@@ -148,6 +150,27 @@ export const local = (policy: JitPolicy.JitPolicy): AdmissionShape => {
     usage: () => ({ versions, repairs, invocations, running: slots.running(), waiting: slots.waiting() })
   }
 }
+
+/**
+ * Admits nothing: every version is refused with `PolicyViolation` (`reason`, `detail`) and no code
+ * call runs. For a session whose policy requires an admission it does not have (D-19:
+ * `requireRootCoordinator` with no coordinator).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const refusing = (policy: JitPolicy.JitPolicy, reason: PolicyViolation["reason"], detail: string): AdmissionShape => ({
+  policy,
+  checkVersion: ({ name }) => {
+    throw new PolicyViolation({ name, reason, detail })
+  },
+  commitVersion: () => {},
+  trySpendInvocation: () => false,
+  refusal: () => detail,
+  acquire: () => freeSlot,
+  timeoutSeconds: (duration) => duration === "long" ? policy.invocationTimeoutSeconds : policy.shortInvocationTimeoutSeconds,
+  usage: () => ({ versions: 0, repairs: 0, invocations: 0, running: 0, waiting: 0 })
+})
 
 /** A bad policy fails the layer with `ConfigError`. @since 0.1.0 @category layers */
 export const layerLocal = (policy: JitPolicy.JitPolicyInput): Layer.Layer<Admission, ConfigError> =>

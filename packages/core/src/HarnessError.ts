@@ -21,7 +21,8 @@ export const RejectionReason = Schema.Literal(
   "MissingBinding",
   "DepthExceeded",
   "NoActiveInvocation",
-  "BudgetExhausted"
+  "BudgetExhausted",
+  "NotAdmitted"
 )
 
 /** @since 0.1.0 @category errors */
@@ -130,7 +131,9 @@ export class PolicyViolation extends Schema.TaggedError<PolicyViolation>()("Poli
     "AsyncOperationsNotAllowed",
     "ConcurrencyLimit",
     "ConsentRequired",
-    "LeaseExpired"
+    "LeaseExpired",
+    "RootCoordinatorRequired",
+    "NotAdmitted"
   ),
   detail: Schema.String
 }) {

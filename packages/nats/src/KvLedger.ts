@@ -12,6 +12,7 @@ import { type KV, Kvm } from "@nats-io/kv"
 import { Ledger, type TransportError } from "@jitbox/runtime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { detail, isConflict } from "./internal/kvErrors.js"
 import * as NatsTransport from "./NatsTransport.js"
 
 /** @since 0.1.0 @category models */
@@ -24,14 +25,6 @@ export interface KvLedgerOptions {
 
 /** The default bucket of a namespace. @since 0.1.0 @category constructors */
 export const bucketOf = (namespace: string): string => `jitbox-ledger-${namespace}`
-
-const detail = (error: unknown): string => error instanceof Error ? error.message : String(error)
-
-/** The server refuses a write whose expected revision is not the key's last one. */
-const isConflict = (error: unknown): boolean => {
-  const code = (error as { code?: unknown; api_error?: { err_code?: unknown } })?.api_error?.err_code
-  return code === 10071 || /wrong last sequence|key exists/i.test(detail(error))
-}
 
 const encoder = new TextEncoder()
 

@@ -10,8 +10,11 @@
  * `PermissionDenied`, a failed connect `Connect`.
  *
  * Reconnection is the client's: by default it retries forever, every `reconnectTimeWaitMs`, and
- * re-establishes every subscription and responder. A request in flight during an outage ends with
- * its reply if that still arrives, else `Timeout`: never later than its `timeoutMs`.
+ * re-establishes every subscription and responder. While the connection is down the client would
+ * accept messages and silently drop them when it reconnects, so the transport refuses them
+ * instead: a publish throws and a request rejects `Closed` at once, and the caller knows the
+ * message was not sent. A request in flight when the connection drops ends with its reply if that
+ * still arrives, else `Timeout`: never later than its `timeoutMs`.
  *
  * @since 0.1.0
  */
@@ -37,6 +40,15 @@ export interface NatsTransportOptions {
   readonly servers: string | ReadonlyArray<string>
   /** A NATS credentials file (`.creds`: a user JWT and its NKey seed). */
   readonly credentialsFile?: string | undefined
+  /** A user of the server's `authorization` block, with `password`. */
+  readonly user?: string | undefined
+  readonly password?: string | undefined
+  /**
+   * The prefix of this connection's reply subjects (default `_INBOX`). Give each role its own
+   * (`_INBOX_worker`) and allow it only that to subscribe: with `_INBOX.>` anyone could read
+   * every reply on the server.
+   */
+  readonly inboxPrefix?: string | undefined
   /** The connection's name, as the server's monitoring shows it. */
   readonly name?: string | undefined
   /** How long the first connect may take (default 10 000 ms). */
@@ -116,61 +128,76 @@ const defaultMaxPayload = 1_048_576
  * @since 0.1.0
  * @category constructors
  */
-export const driver = (nc: NatsConnection): Transport.Driver => ({
-  maxPayload: () => nc.info?.max_payload ?? defaultMaxPayload,
-  publish: (subject, data, headers) => {
-    try {
-      nc.publish(subject, data, publishOptions(headers))
-    } catch (error) {
-      throw toTransportError(error, subject)
+export const driver = (nc: NatsConnection): Transport.Driver => {
+  // From a disconnect to the reconnect: the client empties its output buffer on each attempt to
+  // reconnect, so whatever is published meanwhile is lost without a word.
+  let down = false
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === "disconnect") down = true
+      else if (status.type === "reconnect") down = false
     }
-  },
-  request: (subject, data, headers, timeoutMs) => {
-    const natsHeaders = toNatsHeaders(headers)
-    const natsOptions = natsHeaders === undefined ? { timeout: timeoutMs } : { timeout: timeoutMs, headers: natsHeaders }
-    return nc.request(subject, data, natsOptions).then(toMessage, (error: unknown) => Promise.reject(toTransportError(error, subject)))
-  },
-  subscribe: (pattern, queue, sink) => {
-    let closedByOwner = false
-    let subscription
-    try {
-      subscription = nc.subscribe(pattern, {
-        ...(queue === undefined ? {} : { queue }),
-        callback: (error, msg) => {
-          if (error !== null) return sink.end(toTransportError(error, pattern))
-          const reply = msg.reply
-          sink.deliver({
-            subject: msg.subject,
-            data: msg.data,
-            headers: fromNatsHeaders(msg.headers),
-            respond: reply === undefined || reply === ""
-              ? undefined
-              : (data, headers) => nc.publish(reply, data, publishOptions(headers))
-          })
-        }
-      })
-    } catch (error) {
-      throw toTransportError(error, pattern)
-    }
-    const ended = (error: unknown) => {
-      if (closedByOwner) return
-      sink.end(
-        error instanceof Error
-          ? toTransportError(error, pattern)
-          : new TransportError.TransportError({ reason: "Closed", subject: pattern, detail: "the NATS connection closed" })
-      )
-    }
-    subscription.closed.then(ended, ended)
-    return {
-      close: () => {
-        closedByOwner = true
-        if (subscription.isClosed()) return Promise.resolve()
-        return subscription.drain().then(() => undefined, () => undefined)
+  })().catch(() => {})
+  const refused = (subject: string) =>
+    new TransportError.TransportError({ reason: "Closed", subject, detail: "the NATS connection is down (reconnecting): the message was not sent" })
+  return {
+    maxPayload: () => nc.info?.max_payload ?? defaultMaxPayload,
+    publish: (subject, data, headers) => {
+      if (down) throw refused(subject)
+      try {
+        nc.publish(subject, data, publishOptions(headers))
+      } catch (error) {
+        throw toTransportError(error, subject)
       }
-    }
-  },
-  flush: () => nc.flush()
-})
+    },
+    request: (subject, data, headers, timeoutMs) => {
+      if (down) return Promise.reject(refused(subject))
+      const natsHeaders = toNatsHeaders(headers)
+      const natsOptions = natsHeaders === undefined ? { timeout: timeoutMs } : { timeout: timeoutMs, headers: natsHeaders }
+      return nc.request(subject, data, natsOptions).then(toMessage, (error: unknown) => Promise.reject(toTransportError(error, subject)))
+    },
+    subscribe: (pattern, queue, sink) => {
+      let closedByOwner = false
+      let subscription
+      try {
+        subscription = nc.subscribe(pattern, {
+          ...(queue === undefined ? {} : { queue }),
+          callback: (error, msg) => {
+            if (error !== null) return sink.end(toTransportError(error, pattern))
+            const reply = msg.reply
+            sink.deliver({
+              subject: msg.subject,
+              data: msg.data,
+              headers: fromNatsHeaders(msg.headers),
+              respond: reply === undefined || reply === ""
+                ? undefined
+                : (data, headers) => nc.publish(reply, data, publishOptions(headers))
+            })
+          }
+        })
+      } catch (error) {
+        throw toTransportError(error, pattern)
+      }
+      const ended = (error: unknown) => {
+        if (closedByOwner) return
+        sink.end(
+          error instanceof Error
+            ? toTransportError(error, pattern)
+            : new TransportError.TransportError({ reason: "Closed", subject: pattern, detail: "the NATS connection closed" })
+        )
+      }
+      subscription.closed.then(ended, ended)
+      return {
+        close: () => {
+          closedByOwner = true
+          if (subscription.isClosed()) return Promise.resolve()
+          return subscription.drain().then(() => undefined, () => undefined)
+        }
+      }
+    },
+    flush: () => nc.flush()
+  }
+}
 
 const connectionOptions = async (options: NatsTransportOptions): Promise<NodeConnectionOptions> => {
   const base: NodeConnectionOptions = {
@@ -180,7 +207,9 @@ const connectionOptions = async (options: NatsTransportOptions): Promise<NodeCon
     maxReconnectAttempts: options.maxReconnectAttempts ?? -1,
     // Otherwise every request builds three Error objects for stack traces that toTransportError drops.
     noAsyncTraces: true,
-    ...(options.name === undefined ? {} : { name: options.name })
+    ...(options.name === undefined ? {} : { name: options.name }),
+    ...(options.user === undefined ? {} : { user: options.user, pass: options.password ?? "" }),
+    ...(options.inboxPrefix === undefined ? {} : { inboxPrefix: options.inboxPrefix })
   }
   if (options.credentialsFile === undefined) return base
   let credentials: Uint8Array

@@ -73,7 +73,7 @@ describe("NatsTransport with a real server", () => {
     }))
 
   it.scopedLive(
-    "the server killed and restarted under live connections: requests in flight end typed, none hangs; afterwards requests and subscriptions work",
+    "the server killed and restarted under live connections: requests in flight end typed, none hangs, nothing is sent into the outage; afterwards requests and subscriptions work",
     () =>
       Effect.gen(function*() {
         const options = { servers: url(), reconnectTimeWaitMs: 100 }
@@ -98,12 +98,23 @@ describe("NatsTransport with a real server", () => {
         yield* waitUntil("the responder taking all 8 requests", 5_000, () => taken === 8)
         yield* Effect.promise(() => server!.kill())
 
-        // While the server is down: one more request, and the held handlers answer into the void.
+        // Once the client knows the connection is down it would drop whatever is sent (on
+        // reconnecting): the transport refuses it instead, a publish and a request alike.
+        const elsewhere = Subject.sessionCall(prefix, Ids.sessionId("probe"))
+        yield* waitUntil("the requester refusing a publish", 5_000, () => {
+          try {
+            requester.publish(elsewhere, "probe")
+            return false
+          } catch (error) {
+            return TransportError.isTransportError(error) && error.reason === "Closed"
+          }
+        })
         const duringOutage = settle(requester.request(subject, "outage", { timeoutMs: 500 }))
+        // The held handlers answer into the void: the requests in flight end at their timeout.
         holding = false
         releaseHeld()
         const outcomes = yield* Effect.promise(() => Promise.all([...inFlight, duringOutage]))
-        assert.deepStrictEqual(outcomes, Array.from({ length: 9 }, () => "error:Timeout"))
+        assert.deepStrictEqual(outcomes, [...Array.from({ length: 8 }, () => "error:Timeout"), "error:Closed"])
 
         yield* Effect.promise(() => server!.restart())
         yield* waitUntil("a request succeeding after the restart", 10_000, async () =>

@@ -5,16 +5,22 @@
  *   policy is their intersection (`ExecutionProfile.effectivePolicy`); the reply is the capability
  *   descriptor of JT-OUT and a first lease. Without `deployment_consent` (JT-CFG-05) the lease
  *   grants no tools, invocations or concurrency: no model-written code can run.
- * - `renew`: extends a live lease by `leaseLifetimeSeconds` and grants more invocations and free
- *   concurrency slots of its profile.
+ * - `renew`: extends a live lease by `leaseLifetimeSeconds`, grants more invocations, and sets the
+ *   concurrency slots of its profile the lease holds to what the session wants (as far as the
+ *   profile has them free): an idle session gives its slots back, a busy one takes free ones.
  * - `release`: ends a lease; what the session reports unspent returns to its budget.
  * - `policy`: a profile's ceiling.
+ * - `verify`: for a worker handed an invocation, the facts of a live lease from the coordinator's
+ *   own records (profile, consent, pool, pinned worker, credential name), so a worker runs code
+ *   only for a session the coordinator admitted, whatever the message claims.
+ * - `workers`: the workers whose capacity reports are live (`WorkerCapacity`), of one pool or all.
  *
  * Every grant is written to the `Ledger` (compare-and-set) before it is answered. A lease that ran
  * out (or that a new admission of the same session replaces) counts as fully spent: a budget is
  * never handed out twice, whatever a crashed session had spent. A profile's concurrency slots are
  * held per lease, so the sessions of one profile together never hold more than it allows.
- * Time is the context's `Clock`.
+ * Time is the context's `Clock`. It answers NATS service discovery (`ServiceDiscovery`) as
+ * `jitbox-coordinator`.
  *
  * @since 0.1.0
  */
@@ -27,9 +33,11 @@ import * as Envelope from "./Envelope.js"
 import * as ExecutionProfile from "./ExecutionProfile.js"
 import * as Ids from "./Ids.js"
 import { Ledger, LedgerError } from "./Ledger.js"
+import * as ServiceDiscovery from "./ServiceDiscovery.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
+import * as WorkerCapacity from "./WorkerCapacity.js"
 
 /** A coordinator operation refused. @since 0.1.0 @category errors */
 export class AdmissionError extends Schema.TaggedError<AdmissionError>()("AdmissionError", {
@@ -138,25 +146,68 @@ const requests = {
     contract_version: Schema.optional(Schema.String),
     instructions: Schema.optional(Schema.String)
   }),
-  renew: Schema.Struct({ v: V, kind: Schema.Literal("renew"), session_id: Ids.SessionId, lease_id: Schema.String, more: Schema.Boolean }),
+  renew: Schema.Struct({
+    v: V,
+    kind: Schema.Literal("renew"),
+    session_id: Ids.SessionId,
+    lease_id: Schema.String,
+    more: Schema.Boolean,
+    /** The concurrency slots the session wants to hold (default: all its policy allows); fewer gives slots back. */
+    slots: Schema.optional(Schema.Number)
+  }),
   release: Schema.Struct({ v: V, kind: Schema.Literal("release"), session_id: Ids.SessionId, lease_id: Schema.String, spent: Counts }),
-  policy: Schema.Struct({ v: V, kind: Schema.Literal("policy"), profile: Schema.String })
+  policy: Schema.Struct({ v: V, kind: Schema.Literal("policy"), profile: Schema.String }),
+  verify: Schema.Struct({ v: V, kind: Schema.Literal("verify"), session_id: Ids.SessionId, lease_id: Schema.String }),
+  workers: Schema.Struct({ v: V, kind: Schema.Literal("workers"), pool: Schema.optional(Schema.String) })
 } as const
 
+/**
+ * What the coordinator's records say of a live lease (`verify`): a worker trusts these, never the
+ * invocation's own fields. `expiresAt` is epoch milliseconds on the coordinator's clock.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const LeaseFacts = Schema.Struct({
+  sessionId: Schema.String,
+  leaseId: Schema.String,
+  expiresAt: Schema.Number,
+  lifetimeSeconds: Schema.Number,
+  profile: Schema.String,
+  deploymentConsent: Schema.Boolean,
+  location: Schema.optional(Schema.String),
+  sandboxNodeId: Schema.optional(Schema.String),
+  credentialName: Schema.optional(Schema.String)
+})
+
+/** @since 0.1.0 @category models */
+export type LeaseFacts = typeof LeaseFacts.Type
+
 /** The operations, each served on `coordinator.<op>`. @since 0.1.0 @category constants */
-export const operations = ["admit", "renew", "release", "policy"] as const
+export const operations = ["admit", "renew", "release", "policy", "verify", "workers"] as const
 
 /** @since 0.1.0 @category models */
 export interface CoordinatorOptions {
   readonly namespace: Ids.Namespace
   readonly subjectRoot?: string | undefined
   readonly profiles: ReadonlyArray<ExecutionProfile.ExecutionProfile>
-  /** Invocations one grant adds to a lease (default 64); the rest of the budget stays with the coordinator. */
+  /** Invocations one grant adds to a lease (default 256); the rest of the budget stays with the coordinator. */
   readonly invocationsPerGrant?: number | undefined
+  /** Its id in NATS service discovery (default: a fresh one). */
+  readonly coordinatorId?: string | undefined
+  /** Workers whose capacity it keeps at most (default 1 024; `WorkerCapacity`). */
+  readonly maxWorkers?: number | undefined
+  /** Report intervals a worker may miss before it is forgotten (default 3). */
+  readonly capacityMisses?: number | undefined
 }
+
+/** The name coordinators answer NATS service discovery under (`nats micro ls`). @since 0.1.0 @category constants */
+export const serviceName = "jitbox-coordinator"
 
 /** @since 0.1.0 @category models */
 export interface Coordinator {
+  /** Its id in NATS service discovery. */
+  readonly id: string
   /** Requests answered so far (each operation counts once). */
   readonly requests: () => number
 }
@@ -217,7 +268,7 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
     const runtime = yield* Effect.runtime<never>()
     const prefix = Subject.prefix(options.namespace, options.subjectRoot)
     const profiles = new Map(options.profiles.map((profile) => [profile.name, profile]))
-    const perGrant = options.invocationsPerGrant ?? 64
+    const perGrant = options.invocationsPerGrant ?? 256
     if (!Number.isSafeInteger(perGrant) || perGrant < 1) {
       return yield* Effect.die(new HarnessError.ConfigError({ option: "invocationsPerGrant", detail: `expected an integer ≥ 1, got ${perGrant}` }))
     }
@@ -331,9 +382,9 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
         const { lease, record, revision } = yield* liveLease(request.session_id, request.lease_id)
         const profile = yield* profileOf(record.profile)
         const expiresAt = clock.unsafeCurrentTimeMillis() + record.policy.leaseLifetimeSeconds * 1000
-        const slots = record.consent
-          ? yield* takeSlots(profile, lease.id, record.sessionId, Math.max(lease.slots, record.policy.maximumConcurrentInvocations), expiresAt, undefined)
-          : 0
+        const most = record.policy.maximumConcurrentInvocations
+        const wanted = request.slots === undefined || !Number.isSafeInteger(request.slots) ? most : Math.max(0, Math.min(most, request.slots))
+        const slots = record.consent ? yield* takeSlots(profile, lease.id, record.sessionId, wanted, expiresAt, undefined) : 0
         const left = record.policy.maximumInvocations - record.used.invocations
         const invocations = request.more && record.consent ? Math.min(left, lease.invocations + perGrant) : lease.invocations
         const renewed: LeaseRecord = { ...lease, expiresAt, slots, invocations }
@@ -351,9 +402,29 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
 
     const policyOf = (request: typeof requests.policy.Type) => Effect.map(profileOf(request.profile), (profile) => profile.policy)
 
+    const verify = (request: typeof requests.verify.Type) =>
+      Effect.gen(function*() {
+        const { lease, record } = yield* liveLease(request.session_id, request.lease_id)
+        const profile = yield* profileOf(record.profile)
+        const facts: LeaseFacts = {
+          sessionId: record.sessionId,
+          leaseId: lease.id,
+          expiresAt: lease.expiresAt,
+          lifetimeSeconds: record.policy.leaseLifetimeSeconds,
+          profile: profile.name,
+          deploymentConsent: record.consent,
+          ...(profile.location === undefined ? {} : { location: profile.location }),
+          ...(profile.sandboxNodeId === undefined ? {} : { sandboxNodeId: profile.sandboxNodeId }),
+          ...(profile.credentialName === undefined ? {} : { credentialName: profile.credentialName })
+        }
+        return facts
+      })
+
     const encodeError = Schema.encodeSync(CoordinatorError)
     const run = Runtime.runPromise(runtime)
-    yield* Transport.serve(Subject.coordinatorAll(prefix), { concurrency: 1, queue: "coordinator" }, (message) => {
+    const workers = yield* WorkerCapacity.track({ prefix, maxWorkers: options.maxWorkers, misses: options.capacityMisses })
+    const endpoint = { name: "coordinator", subject: Subject.coordinatorAll(prefix), queueGroup: "coordinator", stats: ServiceDiscovery.counter() }
+    yield* Transport.serve(endpoint.subject, { concurrency: 1, queue: endpoint.queueGroup }, ServiceDiscovery.measure(endpoint.stats, (message) => {
       answered++
       const decoded = Envelope.decodeKind(requests, message.data, message.subject)
       if (decoded instanceof TransportError) return Envelope.encode("error", { error: encodeError(decoded) })
@@ -369,6 +440,10 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
         ? renew(decoded)
         : decoded.kind === "release"
         ? release(decoded)
+        : decoded.kind === "verify"
+        ? verify(decoded)
+        : decoded.kind === "workers"
+        ? Effect.sync(() => workers.live(decoded.pool))
         : policyOf(decoded)
       return run(
         effect.pipe(
@@ -378,8 +453,16 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
           })
         )
       )
-    })
-    return { requests: () => answered }
+    }))
+    const service = yield* ServiceDiscovery.advertise({
+      name: serviceName,
+      version: ServiceDiscovery.runtimeVersion,
+      id: options.coordinatorId,
+      description: "admission, leases and policy of a jitbox namespace",
+      metadata: { namespace: options.namespace },
+      endpoints: [endpoint]
+    }).pipe(Effect.catchTag("ConfigError", Effect.die))
+    return { id: service.id, requests: () => answered }
   })
 
 /** An admission as it crosses the wire. */
@@ -405,10 +488,22 @@ const Reply = Schema.Union(
 /** @since 0.1.0 @category models */
 export interface CoordinatorClient {
   readonly admit: (request: AdmitRequest) => Effect.Effect<Admitted, CoordinatorError>
-  readonly renew: (sessionId: Ids.SessionId, leaseId: string, more: boolean) => Effect.Effect<Lease, CoordinatorError>
+  readonly renew: (sessionId: Ids.SessionId, leaseId: string, more: boolean, slots?: number) => Effect.Effect<Lease, CoordinatorError>
   readonly release: (sessionId: Ids.SessionId, leaseId: string, spent: Counts) => Effect.Effect<void, CoordinatorError>
   readonly policy: (profile: string) => Effect.Effect<JitPolicy.JitPolicy, CoordinatorError>
+  /** The facts of a live lease, from the coordinator's records (for workers). */
+  readonly verify: (sessionId: Ids.SessionId, leaseId: string) => Effect.Effect<LeaseFacts, CoordinatorError>
+  /** The workers whose reports are live, of one pool or all, by worker id. */
+  readonly workers: (pool?: string) => Effect.Effect<ReadonlyArray<WorkerCapacity.WorkerCapacity>, CoordinatorError>
 }
+
+/** Where a coordinator is: its namespace (and subject root), or the subject prefix itself. @since 0.1.0 @category models */
+export type Address =
+  | { readonly namespace: Ids.Namespace; readonly subjectRoot?: string | undefined }
+  | { readonly prefix: Subject.Prefix }
+
+const prefixOf = (address: Address): Subject.Prefix =>
+  "prefix" in address ? address.prefix : Subject.prefix(address.namespace, address.subjectRoot)
 
 /**
  * The coordinator of a namespace as seen from a session's process.
@@ -417,11 +512,11 @@ export interface CoordinatorClient {
  * @category constructors
  */
 export const client = (
-  options: { readonly namespace: Ids.Namespace; readonly subjectRoot?: string | undefined; readonly timeoutMs?: number | undefined }
+  options: Address & { readonly timeoutMs?: number | undefined }
 ): Effect.Effect<CoordinatorClient, never, Transport.Transport> =>
   Effect.gen(function*() {
     const transport = yield* Transport.Transport
-    const prefix = Subject.prefix(options.namespace, options.subjectRoot)
+    const prefix = prefixOf(options)
     const timeoutMs = options.timeoutMs ?? 10_000
     const call = (op: (typeof operations)[number], fields: Record<string, unknown>): Effect.Effect<unknown, CoordinatorError> => {
       const subject = Subject.coordinator(prefix, Ids.token(op))
@@ -445,9 +540,15 @@ export const client = (
           ...(request.contractVersion === undefined ? {} : { contract_version: request.contractVersion }),
           ...(request.instructions === undefined ? {} : { instructions: request.instructions })
         }).pipe(Effect.flatMap(decodeReply(AdmittedReply, "admit"))) as Effect.Effect<Admitted, CoordinatorError>,
-      renew: (sessionId, leaseId, more) =>
-        call("renew", { session_id: sessionId, lease_id: leaseId, more }).pipe(Effect.flatMap(decodeReply(Lease, "renew"))),
+      renew: (sessionId, leaseId, more, slots) =>
+        call("renew", { session_id: sessionId, lease_id: leaseId, more, ...(slots === undefined ? {} : { slots }) }).pipe(
+          Effect.flatMap(decodeReply(Lease, "renew"))
+        ),
       release: (sessionId, leaseId, spent) => Effect.asVoid(call("release", { session_id: sessionId, lease_id: leaseId, spent })),
-      policy: (profile) => call("policy", { profile }).pipe(Effect.flatMap(decodeReply(JitPolicy.JitPolicy, "policy")))
+      policy: (profile) => call("policy", { profile }).pipe(Effect.flatMap(decodeReply(JitPolicy.JitPolicy, "policy"))),
+      verify: (sessionId, leaseId) =>
+        call("verify", { session_id: sessionId, lease_id: leaseId }).pipe(Effect.flatMap(decodeReply(LeaseFacts, "verify"))),
+      workers: (pool) =>
+        call("workers", pool === undefined ? {} : { pool }).pipe(Effect.flatMap(decodeReply(Schema.Array(WorkerCapacity.WorkerCapacity), "workers")))
     }
   })

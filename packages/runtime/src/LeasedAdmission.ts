@@ -5,7 +5,9 @@
  * versions, repairs and invocations it may spend and how many concurrency slots of its profile
  * it holds. Spending is local: `trySpendInvocation` and `acquire` never wait on the coordinator.
  * A background fiber renews the lease before it runs out (a quarter of `leaseLifetimeSeconds`
- * ahead) and asks for more invocations when few are left or for slots when calls wait. A lease
+ * ahead), asks for more invocations when few are left, for slots when calls wait (again every
+ * `retryMs` while the profile has none free), and gives its slots back once no call has used one
+ * for `retryMs`, so an idle session never holds a profile's concurrency from the others. A lease
  * that reached `expiresAt` (by the context's `Clock`) spends nothing more; a budget that is spent
  * stays spent. Without `deploymentConsent` (JT-CFG-05) no version is accepted and no code call
  * runs. Closing the scope releases the lease, reporting what was spent; a release the
@@ -20,13 +22,13 @@ import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Coordinator from "./Coordinator.js"
-import type * as Ids from "./Ids.js"
 import type * as Transport from "./Transport.js"
 
 /** @since 0.1.0 @category models */
-export interface LeasedAdmissionOptions extends Coordinator.AdmitRequest {
-  readonly namespace: Ids.Namespace
-  readonly subjectRoot?: string | undefined
+export type LeasedAdmissionOptions = Coordinator.AdmitRequest & Coordinator.Address & LeaseTimings
+
+/** @since 0.1.0 @category models */
+export interface LeaseTimings {
   /** How long one coordinator request may take (default 10 000 ms). */
   readonly timeoutMs?: number | undefined
   /** How often a session retries a renewal that failed, or asks for slots while calls wait (default 1 000 ms, by the `Clock`). */
@@ -37,6 +39,8 @@ export interface LeasedAdmissionOptions extends Coordinator.AdmitRequest {
 export interface LeasedAdmission extends Admission.AdmissionShape {
   readonly capability: Coordinator.CapabilityDescriptor
   readonly deploymentConsent: boolean
+  /** The worker pool of the session's profile (`location`), when it names one. */
+  readonly location: string | undefined
   /** The lease as last granted. */
   readonly lease: () => Coordinator.Lease
   /** Whether the lease ran out (or the coordinator no longer knows it): nothing more is spent. */
@@ -69,16 +73,29 @@ export const make = (
     let upstreamSpent = lease.invocations >= policy.maximumInvocations
     let renewals = 0
     const spent = { invocations: 0, tools: 0, repairs: 0 }
-    const lowWater = Math.max(1, Math.ceil(lease.invocations / 4))
+    const lowWater = Math.max(1, Math.ceil(lease.invocations / 2))
     const wake = yield* Queue.sliding<void>(1)
 
     const now = () => clock.unsafeCurrentTimeMillis()
     const expired = () => revoked || now() >= lease.expiresAt
     const left = () => lease.invocations - spent.invocations
     const needsMore = () => consent && !upstreamSpent && left() <= lowWater
-    const wantsSlots = () => consent && slots.waiting() > 0 && lease.slots < policy.maximumConcurrentInvocations
+    const most = policy.maximumConcurrentInvocations
+    /** When a slot was last taken or given back, and when the coordinator last had none to add. */
+    let lastUsed = now()
+    let growRefusedAt = -Infinity
+    const wantsSlots = () => consent && slots.waiting() > 0 && lease.slots < most && now() - growRefusedAt >= retryMs
+    const wantsShrink = () => slots.waiting() === 0 && lease.slots > slots.running() && now() - lastUsed >= retryMs
 
     const slots = Slots.make(() => lease.slots, () => Queue.unsafeOffer(wake, undefined))
+    const acquire = (signal: AbortSignal | undefined): Promise<Admission.Release> =>
+      slots.acquire(signal).then((release) => {
+        lastUsed = now()
+        return () => {
+          lastUsed = now()
+          release()
+        }
+      })
 
     const violation = (name: string, reason: HarnessError.PolicyViolation["reason"], detail: string) =>
       new HarnessError.PolicyViolation({ name, reason, detail })
@@ -86,11 +103,14 @@ export const make = (
     const renewOnce = Effect.gen(function*() {
       const more = needsMore()
       const before = lease.invocations
-      const result = yield* Effect.either(client.renew(sessionId, lease.id as Ids.LeaseId, more))
+      const held = lease.slots
+      const wanted = wantsSlots() ? most : wantsShrink() ? slots.running() : held
+      const result = yield* Effect.either(client.renew(sessionId, lease.id, more, wanted))
       if (result._tag === "Right") {
         lease = result.right
         renewals++
         if (more && lease.invocations === before) upstreamSpent = true
+        if (wanted > held && lease.slots <= held) growRefusedAt = now()
         slots.pump()
         return true
       }
@@ -106,12 +126,15 @@ export const make = (
 
     const renewer = Effect.gen(function*() {
       while (!expired()) {
-        let delay = Math.max(0, lease.expiresAt - lease.lifetimeSeconds * 250 - now())
-        if (wantsSlots()) delay = Math.min(delay, retryMs)
-        if (!needsMore() && delay > 0) yield* Effect.race(Effect.sleep(delay), Queue.take(wake))
+        const t = now()
+        let delay = Math.max(0, lease.expiresAt - lease.lifetimeSeconds * 250 - t)
+        if (slots.waiting() > 0 && lease.slots < most) delay = Math.min(delay, Math.max(0, growRefusedAt + retryMs - t))
+        // while it holds slots, it looks every retryMs whether they are still used
+        if (lease.slots > 0) delay = Math.min(delay, Math.max(1, lease.slots > slots.running() ? lastUsed + retryMs - t : retryMs))
+        if (!needsMore() && !wantsSlots() && !wantsShrink() && delay > 0) yield* Effect.race(Effect.sleep(delay), Queue.take(wake))
         if (expired()) return
         const renewAt = lease.expiresAt - lease.lifetimeSeconds * 250
-        if (now() < renewAt && !needsMore() && !wantsSlots()) continue
+        if (now() < renewAt && !needsMore() && !wantsSlots() && !wantsShrink()) continue
         if (!(yield* renewOnce)) return
       }
     })
@@ -120,7 +143,7 @@ export const make = (
       Effect.gen(function*() {
         slots.clear()
         if (revoked) return
-        const released = yield* Effect.either(client.release(sessionId, lease.id as Ids.LeaseId, spent))
+        const released = yield* Effect.either(client.release(sessionId, lease.id, spent))
         if (released._tag === "Left") {
           yield* Effect.logWarning(
             `jitbox: the release of lease '${lease.id}' of session '${sessionId}' was not confirmed (${released.left.message}); the coordinator counts the lease as spent when it expires`
@@ -128,12 +151,14 @@ export const make = (
         }
       })
     )
-    yield* Effect.forkScoped(renewer)
+    // interruptible even when the admission is made inside an uninterruptible region (a session activating)
+    yield* Effect.forkScoped(Effect.interruptible(renewer))
 
     const admission: LeasedAdmission = {
       policy,
       capability: admitted.capability,
       deploymentConsent: consent,
+      location: admitted.location,
       lease: () => lease,
       expired,
       renewals: () => renewals,
@@ -170,7 +195,13 @@ export const make = (
         if (needsMore()) Queue.unsafeOffer(wake, undefined)
         return true
       },
-      acquire: slots.acquire,
+      refusal: () =>
+        !consent
+          ? "the session was admitted without deploymentConsent (JT-CFG-05): no model-written code runs"
+          : expired()
+          ? `the lease '${lease.id}' of session '${sessionId}' expired`
+          : undefined,
+      acquire,
       timeoutSeconds: (duration) => duration === "long" ? policy.invocationTimeoutSeconds : policy.shortInvocationTimeoutSeconds,
       usage: () => ({ versions: spent.tools, repairs: spent.repairs, invocations: spent.invocations, running: slots.running(), waiting: slots.waiting() })
     }

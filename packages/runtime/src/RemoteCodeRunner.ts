@@ -13,6 +13,9 @@
  * - a nested `harness.callTool` from code on a worker arrives on `session.<sid>.nested` and goes
  *   into the harness by the parent's call id (the harness resolves parent and depth itself);
  * - a cancelled call (its signal aborts) is cancelled on the worker by call id (`workers.cancel`);
+ * - a session admitted by the coordinator (`Sessions` with `admission`) is found in
+ *   `SessionLeases`: each message carries its lease id, which the worker checks with the
+ *   coordinator, and goes to its profile's pool (`location`) or pinned worker (`sandboxNodeId`);
  * - `release` forgets the activation; a session with no activation left stops serving its
  *   package and nested subjects.
  *
@@ -24,9 +27,11 @@ import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as SessionLeases from "./SessionLeases.js"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import { attempt, failed, okValue, valueOf } from "./internal/replies.js"
@@ -47,7 +52,7 @@ export interface RemoteCodeRunnerOptions {
   readonly activateTimeoutMs?: number | undefined
   /** How long an invocation without a deadline may take (default 300 000 ms). */
   readonly timeoutMs?: number | undefined
-  /** The pause before sending again an invocation every worker answered `Busy` (default 5 ms). */
+  /** The first pause before sending again an invocation every worker answered `Busy` (default 5 ms); it doubles on each `Busy`, up to 32 times this. */
   readonly busyRetryMs?: number | undefined
   /** How long past a call's deadline its answer is awaited, so the harness and the worker report the timeout (default 2 000 ms). */
   readonly deadlineGraceMs?: number | undefined
@@ -122,6 +127,7 @@ export const make = (
 ): Effect.Effect<CodeRunner.CodeRunnerShape, never, Scope.Scope | Transport.Transport> =>
   Effect.gen(function*() {
     const transport = yield* Transport.Transport
+    const leases = Option.getOrUndefined(yield* Effect.serviceOption(SessionLeases.SessionLeases))
     const runtime = yield* Effect.runtime<never>()
     const run = Runtime.runPromise(runtime)
     const outer = yield* Effect.scope
@@ -267,6 +273,8 @@ export const make = (
       signal?: AbortSignal,
       watched?: Watched
     ): Promise<unknown> => {
+      // Busy answers are retried after a pause that doubles from busyRetryMs up to 32 times it
+      let pause = busyRetryMs
       for (;;) {
         if (watched !== undefined) watched.lastHeard = Date.now()
         const timeoutMs = Math.max(1, deadline + graceMs - clock.unsafeCurrentTimeMillis())
@@ -281,10 +289,21 @@ export const make = (
           // not the worker's answer to the cancel racing it
           if (lost !== undefined && watched?.lost.signal.aborted === true) throw lost
           const busy = error instanceof TransportError && error.reason === "Busy"
-          if (!busy || signal?.aborted === true || clock.unsafeCurrentTimeMillis() + busyRetryMs >= deadline) throw error
-          await sleep(busyRetryMs)
+          if (!busy || signal?.aborted === true || clock.unsafeCurrentTimeMillis() + pause >= deadline) throw error
+          await sleep(pause)
+          pause = Math.min(pause * 2, busyRetryMs * 32)
         }
       }
+    }
+
+    /** Where a message of the session goes, and the lease it carries. */
+    const route = (sessionId: string, language: CodeLanguage): { readonly subject: Subject.Subject; readonly lease: { lease_id?: string } } => {
+      const lease = leases?.get(sessionId)
+      if (lease === undefined) return { subject: Subject.workerInvoke(prefix, pool, language), lease: {} }
+      const subject = lease.sandboxNodeId !== undefined
+        ? Subject.nodeInvoke(prefix, Ids.workerId(lease.sandboxNodeId), language)
+        : Subject.workerInvoke(prefix, lease.location === undefined ? pool : Ids.poolName(lease.location), language)
+      return { subject, lease: { lease_id: lease.leaseId() } }
     }
 
     const activate = async (source: CodeRunner.CodeSource, host: CodeRunner.CallHost): Promise<CodeRunner.CodeToolMetadata> => {
@@ -309,9 +328,9 @@ export const make = (
       activations.set(source.activationId, registered)
       try {
         await entry.serving
-        const subject = Subject.workerInvoke(prefix, pool, source.language)
+        const { lease, subject } = route(sessionId, source.language)
         const deadline = clock.unsafeCurrentTimeMillis() + (options.activateTimeoutMs ?? defaults.activateTimeoutMs)
-        const metadata = await request(subject, Envelope.encode("activate", registered.fields), deadline, 0)
+        const metadata = await request(subject, Envelope.encode("activate", { ...registered.fields, ...lease }), deadline, 0)
         const decoded = Envelope.decodeParsed(WorkerProtocol.Metadata, metadata, subject)
         if (decoded instanceof TransportError) throw decoded
         return decoded as CodeRunner.CodeToolMetadata
@@ -326,7 +345,7 @@ export const make = (
       if (registered === undefined) {
         throw new TransportError({ reason: "InvalidArgument", subject: "", detail: `activation ${invocation.activationId} was released` })
       }
-      const subject = Subject.workerInvoke(prefix, pool, registered.fields.language)
+      const { lease, subject } = route(registered.sessionId, registered.fields.language)
       const context = invocation.context
       const now = clock.unsafeCurrentTimeMillis()
       const timeoutMs = context.deadline === null ? null : Math.max(1, context.deadline - now)
@@ -334,6 +353,7 @@ export const make = (
       if (args instanceof TransportError) throw args
       const body = Envelope.withValue("invoke", {
         ...registered.fields,
+        ...lease,
         tool_name: invocation.toolName,
         call_id: context.callId,
         parent_call_id: context.parentCallId,
@@ -391,10 +411,13 @@ export const make = (
 
 /**
  * `CodeRunner` as a remote runner: provide it to `Sessions` (with a `Transport`) and every
- * session runs its code on the pool's workers.
+ * session runs its code on the pool's workers. It provides the `SessionLeases` it reads, so the
+ * leases of a `Sessions` built on it reach the workers.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: RemoteCodeRunnerOptions): Layer.Layer<CodeRunner.CodeRunner, never, Transport.Transport> =>
-  Layer.scoped(CodeRunner.CodeRunner, make(options))
+export const layer = (
+  options: RemoteCodeRunnerOptions
+): Layer.Layer<CodeRunner.CodeRunner | SessionLeases.SessionLeases, never, Transport.Transport> =>
+  Layer.provideMerge(Layer.scoped(CodeRunner.CodeRunner, make(options)), SessionLeases.layer)

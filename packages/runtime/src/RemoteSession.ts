@@ -11,16 +11,25 @@
  * session may still have run the call, or may run it later), `Busy` that the session refused it
  * unrun.
  *
+ * Its events: `events` (Effect, a `Stream`) and `listen` (Promise) follow `events.<sid>.>`, where
+ * the host's `StreamPublisher` puts every `jit_tool_*` event of the session and a
+ * `jit_events_dropped` notice when some were lost; each message is decoded with the event schema
+ * and one that does not decode is skipped.
+ *
  * When nobody serves the session, the client asks the hosts (`sessions.activate`) to activate
  * it and sends the message again, once. Aborting a call's signal (interrupting its Effect) sends
  * a `cancel` for it: the session aborts the call, whose record says `cancelled`.
  *
  * @since 0.1.0
  */
-import { HarnessError, JitHarnessSnapshot } from "@jitbox/core"
+import { HarnessError, JitHarnessSnapshot, JitToolEvent } from "@jitbox/core"
 import type { CreateToolRequest, JitHarnessProfile, ToolAck, ToolErrorReport, UpdateToolRequest } from "@jitbox/core"
 import * as Effect from "effect/Effect"
-import type * as Schema from "effect/Schema"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import type { CallOptions, CatalogEntry, PageOptions, SessionApi } from "./SessionApi.js"
@@ -62,8 +71,12 @@ export class RemoteSession implements SessionApi {
   private readonly timeoutMs: number
   private readonly activateMessage: string
 
-  constructor(private readonly transport: Transport.TransportShape, sessionId: string, options: RemoteSessionOptions) {
+  /** The session's events subject pattern (`events.<sid>.>`). */
+  readonly eventsPattern: Subject.Pattern
+
+  constructor(readonly transport: Transport.TransportShape, sessionId: string, options: RemoteSessionOptions) {
     this.sessionId = Ids.sessionId(sessionId)
+    this.eventsPattern = Subject.sessionEvents(options.prefix, this.sessionId)
     this.call = Subject.sessionCall(options.prefix, this.sessionId)
     this.manage = Subject.sessionManage(options.prefix, this.sessionId)
     this.activation = Subject.sessionsActivate(options.prefix)
@@ -189,6 +202,17 @@ export class RemoteSession implements SessionApi {
   }
 
   /** Releases the session's toolbox where it is hosted; nothing when it is not active anywhere. */
+  /**
+   * Calls `listener` with each event of the session until the returned function is called (it
+   * resolves once the subscription is gone). Resolves once the subscription is in place.
+   */
+  async listen(listener: (event: JitToolEvent.JitToolEvent) => void): Promise<() => Promise<void>> {
+    const scope = Effect.runSync(Scope.make())
+    const stream = await Effect.runPromise(Scope.extend(events(this), scope))
+    Effect.runFork(Stream.runForEach(stream, (event) => Effect.sync(() => listener(event))).pipe(Effect.ignore, Effect.forkIn(scope)))
+    return () => Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+
   forget(): Promise<void> {
     return this.transport.request(this.manage, Envelope.encode("forget"), { timeoutMs: this.timeoutMs }).then(
       (reply) => {
@@ -270,3 +294,26 @@ export const snapshot = (session: RemoteSession): Effect.Effect<JitHarnessSnapsh
 
 /** @since 0.1.0 @category lifecycle */
 export const forget = (session: RemoteSession): Effect.Effect<void, WireError.WireError> => lift(() => session.forget())
+
+const EventMessage = Schema.Struct({ v: Schema.Literal(Envelope.version), kind: Schema.Literal("event"), event: JitToolEvent.JitToolEvent })
+const decodeEvent = Schema.decodeUnknownOption(Schema.parseJson(EventMessage))
+
+/**
+ * The session's events as they are published, from the moment the subscription is in place (the
+ * transport's bounded subscription: a subscriber that falls behind loses the oldest); a message
+ * that does not decode as an event is skipped.
+ *
+ * @since 0.1.0
+ * @category streams
+ */
+export const events = (
+  session: RemoteSession
+): Effect.Effect<Stream.Stream<JitToolEvent.JitToolEvent, TransportError>, TransportError, Scope.Scope> =>
+  Effect.map(
+    session.transport.subscribe(session.eventsPattern),
+    (stream) =>
+      Stream.filterMap(stream, (message) => {
+        const decoded = decodeEvent(Transport.text(message))
+        return decoded._tag === "Some" ? Option.some(decoded.value.event) : Option.none()
+      })
+  )

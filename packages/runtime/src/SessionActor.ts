@@ -30,6 +30,7 @@ import * as SnapshotStore from "./SnapshotStore.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import type { TransportError } from "./TransportError.js"
+import type { OwnershipError } from "./SessionOwnership.js"
 import { promiseRunner } from "./internal/promiseRunner.js"
 
 /** @since 0.1.0 @category models */
@@ -70,7 +71,7 @@ export interface SessionActor {
 }
 
 /** Why a session could not be activated. @since 0.1.0 @category errors */
-export type ActivationError = HarnessError.HarnessError | JitHarnessSnapshot.SnapshotError | TransportError
+export type ActivationError = HarnessError.HarnessError | JitHarnessSnapshot.SnapshotError | TransportError | OwnershipError
 
 /** @since 0.1.0 @category constants */
 export const defaults = {

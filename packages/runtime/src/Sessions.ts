@@ -13,13 +13,28 @@
  * application needs), and it stays valid across passivations: its next use activates the session
  * again.
  *
+ * With `admission`, each session is admitted by the namespace's root coordinator when it
+ * activates (`LeasedAdmission`): its harness spends the budgets the coordinator leases, its lease
+ * is registered in `SessionLeases` (so the `RemoteCodeRunner` hands it to workers, which check it),
+ * and it is released when the session is passivated. Without `admission`, a session whose policy
+ * requires a root coordinator (`requireRootCoordinator`, true by default) runs no model-written
+ * code: every new version is refused with `PolicyViolation` `RootCoordinatorRequired` (D-19).
+ *
+ * With a `SessionOwnership` in the context, a session is active in at most one host: the host
+ * claims it before loading it (another host's live claim fails the activation with
+ * `OwnershipError` `Held`, naming that host), renews the claim every third of its `ttlMs` while the
+ * session is active, and releases it after closing the session. A host that loses its claim (it
+ * could not renew in time, or another host took the session over) closes the session at once,
+ * without storing it again: every change was stored when it was made, and the new owner's state
+ * must not be overwritten.
+ *
  * Idle time is measured with the context's `Clock`, so a test drives it with `TestClock`.
  *
  * @since 0.1.0
  */
 import { EventFeed, type Exposure, type JitHarnessOptions, type JitHarnessProfile, type JitHarnessSnapshot, type ToolErrorReport } from "@jitbox/core"
 import type { BaseTools, CallOptions, CreateToolRequest, SessionDefinitions, SessionShape, ToolAck, UpdateToolRequest } from "@jitbox/core"
-import { HarnessError, Sessions as CoreSessions } from "@jitbox/core"
+import { Admission, HarnessError, JitPolicy, Sessions as CoreSessions } from "@jitbox/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -27,9 +42,15 @@ import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as os from "node:os"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
+import type * as Coordinator from "./Coordinator.js"
+import * as LeasedAdmission from "./LeasedAdmission.js"
+import * as SessionLeases from "./SessionLeases.js"
+import * as SessionOwnership from "./SessionOwnership.js"
 import * as Ids from "./Ids.js"
 import type { CatalogEntry, PageOptions, SessionApi } from "./SessionApi.js"
 import * as SessionActor from "./SessionActor.js"
@@ -56,6 +77,26 @@ export interface SessionsOptions {
   readonly manageConcurrency?: number | undefined
   readonly backlog?: number | undefined
   readonly graceMs?: number | undefined
+  /** This host's name in `SessionOwnership` claims (default: host name, pid and a random part). */
+  readonly ownerId?: string | undefined
+  /** Admit every session with the namespace's root coordinator under a named execution profile. */
+  readonly admission?: SessionAdmission | undefined
+}
+
+/**
+ * How the sessions of a host are admitted: the profile, the request policy (default: the
+ * harness's `policy`), and `deploymentConsent` (JT-CFG-05: without it no model-written code runs).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SessionAdmission extends LeasedAdmission.LeaseTimings {
+  readonly profile: string
+  readonly policy?: JitPolicy.JitPolicyInput | undefined
+  readonly deploymentConsent?: boolean | undefined
+  readonly task?: unknown
+  readonly contractVersion?: string | undefined
+  readonly instructions?: string | undefined
 }
 
 /** @since 0.1.0 @category constants */
@@ -221,6 +262,20 @@ export class LocalSession implements SessionShape, SessionApi {
 }
 
 
+/** The decoded policy when it requires a root coordinator and no admission is configured; a bad policy throws `ConfigError`. */
+const requiresRootCoordinator = (options: SessionsOptions): JitPolicy.JitPolicy | undefined => {
+  const input = options.harness?.policy
+  if (options.admission !== undefined || input === undefined) return undefined
+  const policy = JitPolicy.make(input)
+  return policy.requireRootCoordinator ? policy : undefined
+}
+
+/** A coordinator's refusal as the error an activation fails with. */
+const notAdmitted = (sessionId: Ids.SessionId) => (error: Coordinator.CoordinatorError): SessionActor.ActivationError =>
+  error._tag === "AdmissionError" || error._tag === "LedgerError"
+    ? new HarnessError.PolicyViolation({ name: sessionId, reason: "NotAdmitted", detail: `the coordinator did not admit session '${sessionId}': ${error.message}` })
+    : error
+
 /**
  * A host of sessions, serving until the scope closes; closing it closes every session it holds
  * (without storing them again: every change was stored when it was made).
@@ -230,7 +285,7 @@ export class LocalSession implements SessionShape, SessionApi {
  */
 export const make = (
   options: SessionsOptions
-): Effect.Effect<SessionsShape, TransportError, Scope.Scope | Transport.Transport | SnapshotStore.SnapshotStore> =>
+): Effect.Effect<SessionsShape, TransportError | HarnessError.ConfigError, Scope.Scope | Transport.Transport | SnapshotStore.SnapshotStore> =>
   Effect.gen(function*() {
     // The sessions' scopes are children of this one, closed last: after the host stops taking work.
     const hostScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
@@ -240,6 +295,10 @@ export const make = (
     const idleMs = Duration.toMillis(Duration.decode(options.idleTimeout ?? defaults.idleTimeout))
     const slots = new Map<Ids.SessionId, Slot>()
     let closed = false
+    const leases = Option.getOrUndefined(yield* Effect.serviceOption(SessionLeases.SessionLeases))
+    const ownership = Option.getOrUndefined(yield* Effect.serviceOption(SessionOwnership.SessionOwnership))
+    const ownerId = options.ownerId ?? `${os.hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
+    const rootRequired = yield* Effect.try({ try: () => requiresRootCoordinator(options), catch: (error) => error as HarnessError.ConfigError })
     const locals = new Map<Ids.SessionId, LocalSession>()
 
     const activeActor = (sessionId: Ids.SessionId): SessionActor.SessionActor | undefined => {
@@ -249,25 +308,96 @@ export const make = (
     }
 
     const start = (sessionId: Ids.SessionId) =>
-      Effect.uninterruptible(Effect.gen(function*() {
+      // The scope is forked and closed on failure atomically; the actor itself is built
+      // interruptible, so the runtime its harness captures (timers, fibers) can be interrupted.
+      Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
         const scope = yield* Scope.fork(hostScope, ExecutionStrategy.sequential)
-        const exit = yield* SessionActor.make({
-          prefix: options.prefix,
-          sessionId,
-          harness: options.harness,
-          template: options.template,
-          callConcurrency: options.callConcurrency,
-          manageConcurrency: options.manageConcurrency,
-          backlog: options.backlog,
-          graceMs: options.graceMs,
-          onForget: () => forgetFromWire(sessionId)
-        }).pipe(Scope.extend(scope), Effect.provide(context), Effect.exit)
+        const exit = yield* restore(Effect.zipRight(claim(sessionId), Effect.flatMap(admissionOf(sessionId), (admission) =>
+          SessionActor.make({
+            prefix: options.prefix,
+            sessionId,
+            harness: admission === undefined ? options.harness : { ...options.harness, policy: undefined },
+            template: options.template,
+            callConcurrency: options.callConcurrency,
+            manageConcurrency: options.manageConcurrency,
+            backlog: options.backlog,
+            graceMs: options.graceMs,
+            onForget: () => forgetFromWire(sessionId)
+          }).pipe(admission === undefined ? (effect) => effect : Effect.provideService(Admission.Admission, admission))
+        ))).pipe(Scope.extend(scope), Effect.provide(context), Effect.exit)
         if (Exit.isFailure(exit)) {
           yield* Scope.close(scope, exit)
           return yield* Effect.failCause(exit.cause)
         }
         return { actor: exit.value, scope }
       }))
+
+    /** Claims the session for this host until the session's scope closes, and keeps the claim renewed (a no-op without `SessionOwnership`). */
+    const claim = (sessionId: Ids.SessionId): Effect.Effect<void, SessionOwnership.OwnershipError, Scope.Scope> => {
+      if (ownership === undefined) return Effect.void
+      return Effect.gen(function*() {
+        const claimed = yield* ownership.claim(sessionId, ownerId)
+        // added before the actor, so it runs after the actor has closed
+        yield* Effect.addFinalizer(() =>
+          claimed.release.pipe(Effect.catchAll((error) => Effect.logWarning(`jitbox: releasing the claim on session ${sessionId}: ${error.message}`)))
+        )
+        const every = Math.max(10, Math.floor(ownership.ttlMs / 3))
+        const lost = (why: string) =>
+          Effect.zipRight(
+            Effect.logWarning(`jitbox: session ${sessionId} is closed here: ${why}`),
+            Effect.forkIn(release(sessionId, () => true, true), hostScope)
+          )
+        const keep: Effect.Effect<void> = Effect.gen(function*() {
+          for (;;) {
+            yield* Effect.sleep(every)
+            const renewed = yield* Effect.either(claimed.renew)
+            if (renewed._tag === "Right") continue
+            const now = yield* Clock.currentTimeMillis
+            if (renewed.left.reason === "Unavailable" && now < claimed.expiresAt()) continue
+            yield* lost(renewed.left.message)
+            return
+          }
+        })
+        yield* Effect.forkScoped(Effect.interruptible(keep))
+      })
+    }
+
+    /** The session's admission: its coordinator lease, a refusal (D-19), or none (the harness's own policy). */
+    const admissionOf = (
+      sessionId: Ids.SessionId
+    ): Effect.Effect<Admission.AdmissionShape | undefined, SessionActor.ActivationError, Scope.Scope | Transport.Transport> => {
+      const admission = options.admission
+      if (admission === undefined) {
+        if (rootRequired === undefined) return Effect.succeed(undefined)
+        return Effect.succeed(Admission.refusing(
+          rootRequired,
+          "RootCoordinatorRequired",
+          `the policy requires a root coordinator (requireRootCoordinator) and no coordinator admitted session '${sessionId}': host it with an admission, or set requireRootCoordinator to false`
+        ))
+      }
+      return Effect.gen(function*() {
+        const leased = yield* LeasedAdmission.make({
+          prefix: options.prefix,
+          sessionId,
+          profile: admission.profile,
+          policy: admission.policy ?? options.harness?.policy,
+          deploymentConsent: admission.deploymentConsent,
+          task: admission.task,
+          contractVersion: admission.contractVersion,
+          instructions: admission.instructions,
+          timeoutMs: admission.timeoutMs,
+          retryMs: admission.retryMs
+        }).pipe(Effect.mapError(notAdmitted(sessionId)))
+        if (leases !== undefined) {
+          yield* leases.register(sessionId, {
+            leaseId: () => leased.lease().id,
+            location: leased.location,
+            sandboxNodeId: leased.capability.sandboxNodeId
+          })
+        }
+        return leased
+      })
+    }
 
     const acquire = (sessionId: Ids.SessionId): Promise<SessionActor.SessionActor> => {
       if (closed) return Promise.reject(new HarnessError.HarnessReleased({ sessionId, operation: "activating the session" }))
@@ -396,5 +526,5 @@ export const make = (
  */
 export const layer = (
   options: SessionsOptions
-): Layer.Layer<Sessions | CoreSessions.Sessions, TransportError, Transport.Transport | SnapshotStore.SnapshotStore> =>
+): Layer.Layer<Sessions | CoreSessions.Sessions, TransportError | HarnessError.ConfigError, Transport.Transport | SnapshotStore.SnapshotStore> =>
   Layer.scopedContext(Effect.map(make(options), (host) => Context.make(Sessions, host).pipe(Context.add(CoreSessions.Sessions, host))))

@@ -9,7 +9,9 @@
  * atomically: a temporary file in the same directory, fsync, rename). Both keep what
  * `JitHarnessSnapshot.toJson` writes and decode with the snapshot's schema when they load, so a
  * store never hands out a snapshot that `fromJson` would refuse; both bound the size of a stored
- * snapshot (`maxBytes`, default 64 MiB). A JetStream KV layer lives in `@jitbox/nats`.
+ * snapshot (`maxBytes`, default 64 MiB). A JetStream KV layer lives in `@jitbox/nats`
+ * (`KvSnapshotStore`); `encode`, `decode` and `maxBytesOf` are exported so that every layer keeps
+ * the same bytes and applies the same bounds.
  *
  * @since 0.1.0
  */
@@ -49,8 +51,14 @@ const encoder = new TextEncoder()
 const snapshotError = (reason: JitHarnessSnapshot.SnapshotError["reason"], detail: string, where?: string) =>
   new JitHarnessSnapshot.SnapshotError({ reason, detail, ...(where === undefined ? {} : { path: where }) })
 
-/** The snapshot as the JSON a store keeps, or the error that refuses it. */
-const toJson = (
+/**
+ * The snapshot as the JSON a store keeps, or the `Invalid` error that refuses it (the schema
+ * refuses it, or it is over `maxBytes` bytes of UTF-8).
+ *
+ * @since 0.1.0
+ * @category codecs
+ */
+export const encode = (
   sessionId: Ids.SessionId,
   snapshot: JitHarnessSnapshot.JitHarnessSnapshot,
   maxBytes: number
@@ -69,7 +77,14 @@ const toJson = (
     }
   )
 
-const fromJson = (json: string, where: string): Effect.Effect<JitHarnessSnapshot.JitHarnessSnapshot, JitHarnessSnapshot.SnapshotError> =>
+/**
+ * Stored JSON back to a snapshot, with `JitHarnessSnapshot.fromJson`'s rules; `where` names the
+ * stored value in the error.
+ *
+ * @since 0.1.0
+ * @category codecs
+ */
+export const decode = (json: string, where: string): Effect.Effect<JitHarnessSnapshot.JitHarnessSnapshot, JitHarnessSnapshot.SnapshotError> =>
   Effect.try({
     try: () => JitHarnessSnapshot.fromJson(json, where),
     catch: (error) => error instanceof JitHarnessSnapshot.SnapshotError ? error : snapshotError("Invalid", String(error), where)
@@ -80,6 +95,16 @@ const checkMaxBytes = (maxBytes: number | undefined): number => {
   if (!Number.isSafeInteger(bound) || bound < 1) throw snapshotError("Invalid", `maxBytes must be a positive integer, got ${String(maxBytes)}`)
   return bound
 }
+
+/**
+ * The bound of `options.maxBytes` (default `defaultMaxBytes`), or `Invalid` when it is not a
+ * positive integer.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const maxBytesOf = (options: StoreOptions): Effect.Effect<number, JitHarnessSnapshot.SnapshotError> =>
+  Effect.try({ try: () => checkMaxBytes(options.maxBytes), catch: (error) => error as JitHarnessSnapshot.SnapshotError })
 
 /**
  * A store in this process.
@@ -94,9 +119,9 @@ export const makeMemory = (options: StoreOptions = {}): SnapshotStoreShape => {
     load: (sessionId) =>
       Effect.suspend(() => {
         const json = entries.get(sessionId)
-        return json === undefined ? Effect.succeed(Option.none()) : Effect.map(fromJson(json, `memory:${sessionId}`), Option.some)
+        return json === undefined ? Effect.succeed(Option.none()) : Effect.map(decode(json, `memory:${sessionId}`), Option.some)
       }),
-    save: (sessionId, snapshot) => Effect.map(toJson(sessionId, snapshot, maxBytes), (json) => void entries.set(sessionId, json)),
+    save: (sessionId, snapshot) => Effect.map(encode(sessionId, snapshot, maxBytes), (json) => void entries.set(sessionId, json)),
     remove: (sessionId) => Effect.sync(() => void entries.delete(sessionId))
   }
 }
@@ -124,7 +149,7 @@ const ioError = (cause: unknown, where: string): JitHarnessSnapshot.SnapshotErro
  */
 export const makeFile = (options: FileStoreOptions): Effect.Effect<SnapshotStoreShape, JitHarnessSnapshot.SnapshotError> =>
   Effect.gen(function*() {
-    const maxBytes = yield* Effect.try({ try: () => checkMaxBytes(options.maxBytes), catch: (error) => error as JitHarnessSnapshot.SnapshotError })
+    const maxBytes = yield* maxBytesOf(options)
     const directory = path.resolve(options.directory)
     yield* Effect.tryPromise({ try: () => fs.mkdir(directory, { recursive: true }), catch: (cause) => ioError(cause, directory) })
     const fileOf = (sessionId: Ids.SessionId) => path.join(directory, `${sessionId}.json`)
@@ -159,12 +184,12 @@ export const makeFile = (options: FileStoreOptions): Effect.Effect<SnapshotStore
         },
         catch: (cause) => cause instanceof JitHarnessSnapshot.SnapshotError ? cause : ioError(cause, file)
       }).pipe(
-        Effect.flatMap((json) => json === undefined ? Effect.succeed(Option.none()) : Effect.map(fromJson(json, file), Option.some))
+        Effect.flatMap((json) => json === undefined ? Effect.succeed(Option.none()) : Effect.map(decode(json, file), Option.some))
       )
     }
 
     const save = (sessionId: Ids.SessionId, snapshot: JitHarnessSnapshot.JitHarnessSnapshot) =>
-      Effect.flatMap(toJson(sessionId, snapshot, maxBytes), (json) => {
+      Effect.flatMap(encode(sessionId, snapshot, maxBytes), (json) => {
         const file = fileOf(sessionId)
         return Effect.tryPromise({ try: () => AtomicFile.write(file, () => json), catch: (cause) => ioError(cause, file) })
       })

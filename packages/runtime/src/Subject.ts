@@ -12,9 +12,17 @@
  * | `<prefix>.sessions.activate` | session hosts, in one queue group | activate a session that no actor serves yet |
  * | `<prefix>.coordinator.<op>` | the root coordinator | admission, leases, policy |
  * | `<prefix>.worker.<pool>.<language>.invoke` | workers, one queue group per (pool, language) | run one invocation |
- * | `<prefix>.worker.package.<versionId>` | the session that owns the package | fetch a code package by version |
+ * | `<prefix>.node.<workerId>.<language>.invoke` | the one worker a profile pins (`sandboxNodeId`) | run one invocation, one at a time |
+ * | `<prefix>.session.<sessionId>.package` | the session's `RemoteCodeRunner` | a worker fetches a code package by version, in chunks |
+ * | `<prefix>.session.<sessionId>.heartbeat` | the session's `RemoteCodeRunner` | workers say which of its calls they run (published) |
+ * | `<prefix>.workers.cancel` | every worker | cancel a running invocation by (session, call id) (published) |
  * | `<prefix>.events.<sessionId>.<event>` | anyone | `jit_tool_*` and lifecycle events |
  * | `<prefix>.profile.<sessionId>` | anyone | one profiling record per finished attempt |
+ * | `<prefix>.workers.capacity` | coordinators | each worker's capacity, published periodically and on change |
+ * | `$SRV.<verb>[.<name>[.<id>]]` | every worker and coordinator (no queue group) | NATS service discovery (ADR-32): `PING`, `INFO`, `STATS` |
+ *
+ * The `$SRV` subjects are the only ones outside the prefix: NATS tooling (`nats micro ls`) asks
+ * there, so they are fixed by the protocol and shared by every namespace on the server.
  *
  * @since 0.1.0
  */
@@ -101,11 +109,21 @@ export const coordinatorAll = (prefix: Prefix): Pattern => pattern(`${prefix}.co
 export const workerInvoke = (prefix: Prefix, pool: Ids.PoolName, language: CodeLanguage): Subject =>
   subject(`${prefix}.worker.${pool}.${language}.invoke`)
 
+/**
+ * Invocations for the one worker named `nodeId` (`sandboxNodeId`, JT-HOST-04), which serves them
+ * one at a time.
+ *
+ * @since 0.1.0
+ * @category subjects
+ */
+export const nodeInvoke = (prefix: Prefix, nodeId: Ids.WorkerId, language: CodeLanguage): Subject =>
+  subject(`${prefix}.node.${nodeId}.${language}.invoke`)
+
 /** Cancels of running invocations by call id, published to every worker (each checks its own table). @since 0.1.0 @category subjects */
 export const workerCancel = (prefix: Prefix): Subject => subject(`${prefix}.workers.cancel`)
 
-/** A code package, fetched by its version id. @since 0.1.0 @category subjects */
-export const workerPackage = (prefix: Prefix, versionId: Ids.Token): Subject => subject(`${prefix}.worker.package.${versionId}`)
+/** Each worker's capacity report, published periodically and on change, read by every coordinator. @since 0.1.0 @category subjects */
+export const workersCapacity = (prefix: Prefix): Subject => subject(`${prefix}.workers.capacity`)
 
 /** One event of one session. @since 0.1.0 @category subjects */
 export const events = (prefix: Prefix, session: Ids.SessionId, event: Ids.Token): Subject =>
@@ -123,8 +141,53 @@ export const profile = (prefix: Prefix, session: Ids.SessionId): Subject => subj
 /** The profiling records of every session of the namespace. @since 0.1.0 @category patterns */
 export const allProfiles = (prefix: Prefix): Pattern => pattern(`${prefix}.profile.*`)
 
-/** Everything in the namespace (an observer's view). @since 0.1.0 @category patterns */
+/**
+ * Everything in the namespace, for debugging. Not an observer's view: on NATS a subscriber of
+ * `session.<sid>.call` means a request there finds a "responder", so a call to a session nobody
+ * hosts times out instead of activating it. Observers subscribe `allEvents` and `allProfiles`.
+ *
+ * @since 0.1.0
+ * @category patterns
+ */
 export const everything = (prefix: Prefix): Pattern => pattern(`${prefix}.>`)
+
+/** The namespace of a prefix: its last token (a namespace holds no `.`). @since 0.1.0 @category accessors */
+export const namespaceOf = (prefix: Prefix): Ids.Namespace => prefix.slice(prefix.lastIndexOf(".") + 1) as Ids.Namespace
+
+/** The verbs of the NATS service protocol (ADR-32). @since 0.1.0 @category constants */
+export const serviceVerbs = ["PING", "INFO", "STATS"] as const
+
+/** @since 0.1.0 @category models */
+export type ServiceVerb = (typeof serviceVerbs)[number]
+
+/**
+ * The first token of every subject of the NATS service protocol. `$` marks system subjects, so no
+ * id can spell it (ids are tokens of letters, digits, `_` and `-`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const serviceApiPrefix = "$SRV"
+
+/**
+ * A discovery subject of the NATS service protocol (ADR-32): `$SRV.<verb>` asks every service,
+ * `$SRV.<verb>.<name>` every instance of one service, `$SRV.<verb>.<name>.<id>` one instance. A
+ * service answers all three, without a queue group, so every instance answers. Names and ids are
+ * tokens, which is what the protocol allows of them (`A-Z a-z 0-9 - _`).
+ *
+ * @since 0.1.0
+ * @category subjects
+ */
+export const serviceDiscovery: {
+  (verb: ServiceVerb): Subject
+  (verb: ServiceVerb, name: Ids.Token): Subject
+  (verb: ServiceVerb, name: Ids.Token, id: Ids.Token | Ids.WorkerId): Subject
+} = (verb: ServiceVerb, name?: Ids.Token, id?: Ids.Token | Ids.WorkerId): Subject => {
+  if (!serviceVerbs.includes(verb)) {
+    throw new HarnessError.ConfigError({ option: "verb", detail: `${JSON.stringify(verb)} is not one of ${serviceVerbs.join(", ")}` })
+  }
+  return subject([serviceApiPrefix, verb, ...(name === undefined ? [] : [name]), ...(id === undefined ? [] : [id])].join("."))
+}
 
 const literalSubject = /^[^\s.*>]+(\.[^\s.*>]+)*$/
 

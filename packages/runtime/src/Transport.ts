@@ -104,12 +104,16 @@ export interface TransportShape {
    * `ResponderFailed`, `Closed`, `PayloadTooLarge`). It never waits longer than `timeoutMs`.
    */
   readonly request: (subject: Subject.Subject, payload: Payload, options: RequestOptions) => Promise<Message>
-  /** Serves `pattern` until the scope closes; closing drains (see `ServeOptions.graceMs`). */
+  /**
+   * Serves `pattern` until the scope closes; closing drains (see `ServeOptions.graceMs`). Fails
+   * with the server's refusal (`PermissionDenied`) when it refuses the subscription.
+   */
   readonly serve: (pattern: Subject.Pattern, options: ServeOptions, handler: Handler) => Effect.Effect<void, TransportError, Scope.Scope>
   /**
    * Subscribes to `pattern` until the scope closes and gives its messages as a Stream, bounded by
    * `bufferSize` (sliding: a slow reader loses the oldest, counted in `Message.dropped`). The
    * stream ends when the scope closes and fails `Closed` when the transport closes under it.
+   * Fails with the server's refusal (`PermissionDenied`) when it refuses the subscription.
    */
   readonly subscribe: (
     pattern: Subject.Pattern,
@@ -277,8 +281,9 @@ export const fromDriver = (driver: Driver): TransportShape => {
         return yield* invalid(pattern, `the queue group ${JSON.stringify(options.queue)} is empty or holds whitespace`)
       }
       const responder = new Responder({ subject: pattern, concurrency, backlog, maxPayload: driver.maxPayload, handler })
+      let refused: TransportError | undefined
       yield* Effect.acquireRelease(
-        attempt(() => driver.subscribe(pattern, options.queue, { deliver: responder.deliver, end: () => {} })),
+        attempt(() => driver.subscribe(pattern, options.queue, { deliver: responder.deliver, end: (error) => refused ??= error })),
         (subscription) =>
           Effect.promise(async () => {
             await subscription.close()
@@ -286,6 +291,7 @@ export const fromDriver = (driver: Driver): TransportShape => {
           })
       )
       yield* flushBounded(driver)
+      if (refused !== undefined) return yield* refused
     })
 
   const subscribe = (
@@ -297,11 +303,15 @@ export const fromDriver = (driver: Driver): TransportShape => {
       const bufferSize = positiveInteger(options?.bufferSize, defaults.bufferSize)
       if (bufferSize === undefined) return yield* invalid(pattern, `bufferSize must be an integer ≥ 1, got ${String(options?.bufferSize)}`)
       const buffer = new DeliveryBuffer(bufferSize)
+      let refused: TransportError | undefined
       yield* Effect.acquireRelease(
         attempt(() =>
           driver.subscribe(pattern, undefined, {
             deliver: (message) => buffer.offer({ subject: message.subject, data: message.data, headers: message.headers, dropped: 0 }),
-            end: (error) => buffer.end(error)
+            end: (error) => {
+              refused ??= error
+              buffer.end(error)
+            }
           })
         ),
         (subscription) =>
@@ -311,6 +321,7 @@ export const fromDriver = (driver: Driver): TransportShape => {
           })
       )
       yield* flushBounded(driver)
+      if (refused !== undefined) return yield* refused
       return buffer.stream
     })
 

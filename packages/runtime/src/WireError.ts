@@ -2,7 +2,8 @@
  * The errors that cross a subject, as one schema union: every error the harness raises
  * (`HarnessError`: `ToolNotFound`, `ValidationError`, `ToolRejected`, …), `ToolFailure` (a tool's
  * own thrown value, by type name and message), the core's `SnapshotError`, the sandbox's
- * `SandboxError` and the runtime's `TransportError`. Each is a `Schema.TaggedError` told apart by
+ * `SandboxError`, and the runtime's `TransportError` and `OwnershipError` (a session another host
+ * holds). Each is a `Schema.TaggedError` told apart by
  * its `_tag`, so a caller in another process decodes the same class, with the same fields, that an
  * in-process caller of the Effect API gets.
  *
@@ -17,6 +18,7 @@ import { SandboxError } from "@jitbox/sandbox"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { OwnershipError } from "./SessionOwnership.js"
 import { TransportError } from "./TransportError.js"
 
 /**
@@ -41,7 +43,8 @@ export const WireError = Schema.Union(
   HarnessError.ToolFailure,
   JitHarnessSnapshot.SnapshotError,
   SandboxError.SandboxError,
-  TransportError
+  TransportError,
+  OwnershipError
 )
 
 /** @since 0.1.0 @category models */

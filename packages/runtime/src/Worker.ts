@@ -17,24 +17,41 @@
  * - **Nested calls**: a child's `harness.callTool` goes back to the owning session on
  *   `session.<sid>.nested`, naming the running call's id; the session resolves parent and depth
  *   from its own table.
+ * - **Admission**: unless `requireAdmission` is `false`, every request must carry the session's
+ *   lease id, and the worker asks the coordinator (`coordinator.verify`) for that lease's facts,
+ *   kept for a quarter of the lease's lifetime (at most 30 s): a lease the coordinator does not
+ *   know, one without `deploymentConsent`, one whose profile names another pool (`location`) or
+ *   pins another worker (`sandboxNodeId`) is refused with `PolicyViolation` `NotAdmitted`, and
+ *   nothing runs. What the message says about itself is never trusted.
+ * - **Pinned worker**: a worker given `nodeId` also serves `node.<nodeId>.<language>.invoke`, one
+ *   invocation at a time (JT-HOST-04), for profiles whose `sandboxNodeId` names it.
  * - **Drain**: when its scope closes (the `jitbox worker` process closes it on SIGTERM), the worker
  *   stops taking work (its subscriptions end, so new requests go to other members of the group),
  *   lets what it has finish for up to `graceMs`, then kills the rest, each answered with a typed
  *   `TransportError` `Closed`; then its sandbox runner kills every child.
+ * - **Capacity**: it reports its pool, languages, concurrency, running invocations and whether it
+ *   drains on `workers.capacity`, periodically and on change (`WorkerCapacity`).
+ * - **Discovery**: it answers NATS service discovery (`ServiceDiscovery`) as `jitbox-worker`, its id
+ *   the worker id, with its `invoke` subjects as endpoints and what their handler counted.
  *
  * @since 0.1.0
  */
 import type { CodeLanguage, CodeRunner } from "@jitbox/core"
 import { SandboxRunner, type SandboxConfig } from "@jitbox/sandbox"
+import { HarnessError } from "@jitbox/core"
 import * as Effect from "effect/Effect"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import * as Coordinator from "./Coordinator.js"
 import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
-import { attempt, failed, okValue, valueOf } from "./internal/replies.js"
+import { failed, okValue, valueOf } from "./internal/replies.js"
+import * as ServiceDiscovery from "./ServiceDiscovery.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
+import * as WorkerCapacity from "./WorkerCapacity.js"
 import * as WorkerProtocol from "./WorkerProtocol.js"
 
 /** How long past a call's deadline the worker waits for the session's cancel before it aborts the call itself. */
@@ -63,8 +80,28 @@ export interface WorkerOptions {
   readonly nestedTimeoutMs?: number | undefined
   /** How often the worker tells each session which of its calls it runs (default 1 000 ms; sessions expect the same). */
   readonly heartbeatMs?: number | undefined
+  /** How often it reports its capacity to the coordinators when nothing changes (default 5 000 ms; `WorkerCapacity`). */
+  readonly capacityIntervalMs?: number | undefined
   /** The sandbox's options (isolation, limits, warm pool). */
   readonly sandbox?: SandboxConfig.SandboxOptions | undefined
+  /** Whether every request must carry a lease the coordinator confirms (default true). */
+  readonly requireAdmission?: boolean | undefined
+  /** The name profiles pin with `sandboxNodeId`: this worker then also serves that node's subject, one invocation at a time. */
+  readonly nodeId?: string | undefined
+  /** How long asking the coordinator about a lease may take (default 10 000 ms). */
+  readonly verifyTimeoutMs?: number | undefined
+  /** Told of every invocation once it has finished (for logs); what it throws is ignored. */
+  readonly onInvocation?: ((invocation: Invocation) => void) | undefined
+}
+
+/** A finished invocation, as `onInvocation` hears of it. @since 0.1.0 @category models */
+export interface Invocation {
+  readonly workerId: Ids.WorkerId
+  readonly sessionId: string
+  readonly toolName: string
+  readonly callId: string
+  /** `cancelled`: aborted by a cancel, its deadline or the worker's drain. */
+  readonly outcome: "ok" | "failed" | "cancelled"
 }
 
 /** @since 0.1.0 @category models */
@@ -109,6 +146,12 @@ interface Running {
 
 const workerIds = Ids.generator<Ids.WorkerId>("worker")
 
+/** Leases remembered as verified, at most. */
+const verifiedLimit = 4096
+
+/** The name workers answer NATS service discovery under (`nats micro ls`). @since 0.1.0 @category constants */
+export const serviceName = "jitbox-worker"
+
 const key = (sessionId: string, versionId: string): string => `${sessionId}\u0000${versionId}`
 
 /**
@@ -132,6 +175,44 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       (runner) => Effect.promise(() => runner.close())
     )
     const languages = (options.languages ?? sandbox.languages).filter((language) => sandbox.languages.includes(language))
+
+    const requireAdmission = options.requireAdmission ?? true
+    const nodeId = options.nodeId === undefined ? undefined : Ids.workerId(options.nodeId)
+    const coordinator = yield* Coordinator.client({ prefix, timeoutMs: options.verifyTimeoutMs })
+    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+    /** Leases the coordinator confirmed, by (session, lease): until when this worker trusts them. */
+    const verified = new Map<string, { readonly facts: Coordinator.LeaseFacts; readonly until: number }>()
+
+    const refuse = (name: string, detail: string) => new HarnessError.PolicyViolation({ name, reason: "NotAdmitted", detail })
+
+    /** Resolves when the request's lease allows it to run here; rejects with `NotAdmitted` (or the coordinator's failure) otherwise. */
+    const admitted = async (request: Omit<WorkerProtocol.ActivateRequest, "kind">, pinned: boolean): Promise<void> => {
+      if (!requireAdmission) return
+      const name = request.tool_name
+      if (request.lease_id === undefined) throw refuse(name, `session '${request.session_id}' sent no lease: this worker runs code only for sessions the coordinator admitted`)
+      const k = key(request.session_id, request.lease_id)
+      let found = verified.get(k)
+      if (found === undefined || found.until <= Date.now()) {
+        verified.delete(k)
+        const sessionId = Ids.sessionId(request.session_id)
+        const facts = await runPromise(Effect.either(coordinator.verify(sessionId, request.lease_id)))
+        if (facts._tag === "Left") {
+          const error = facts.left
+          if (error._tag === "AdmissionError") throw refuse(name, `the coordinator does not admit it: ${error.message}`)
+          throw error
+        }
+        found = { facts: facts.right, until: Date.now() + Math.min(30_000, facts.right.lifetimeSeconds * 250) }
+        if (verified.size >= verifiedLimit) verified.delete(verified.keys().next().value!)
+        verified.set(k, found)
+      }
+      const facts = found.facts
+      if (!facts.deploymentConsent) throw refuse(name, `session '${facts.sessionId}' was admitted without deploymentConsent (JT-CFG-05)`)
+      if (facts.sandboxNodeId !== undefined) {
+        if (!pinned || facts.sandboxNodeId !== nodeId) throw refuse(name, `profile '${facts.profile}' pins its code to worker '${facts.sandboxNodeId}'`)
+      } else if (facts.location !== undefined && facts.location !== pool) {
+        throw refuse(name, `profile '${facts.profile}' runs in pool '${facts.location}', not '${pool}'`)
+      }
+    }
 
     const cache = new Map<string, CacheEntry>()
     const running = new Map<string, Running>()
@@ -252,6 +333,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       // times the call out and cancels it, and must not race the worker's own abort
       const timer = deadline === null ? undefined : setTimeout(abort, Math.max(0, deadline - Date.now()) + DeadlineBackstopMs)
       running.set(runningKey, { sessionId: request.session_id, callId: request.call_id, controller, deadline })
+      let finished = false
       try {
         await entry.ready
         const result = await sandbox.invoke(
@@ -271,6 +353,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
           },
           controller.signal
         )
+        finished = true
         return okValue(result, `the result of '${request.tool_name}'`, subject)
       } finally {
         if (timer !== undefined) clearTimeout(timer)
@@ -278,10 +361,17 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
         running.delete(runningKey)
         entry.inflight--
         evict()
+        const outcome = finished ? "ok" : controller.signal.aborted ? "cancelled" : "failed"
+        try {
+          options.onInvocation?.({ workerId, sessionId: request.session_id, toolName: request.tool_name, callId: request.call_id, outcome })
+        } catch {
+          // a log must not change the invocation's answer
+        }
       }
     }
 
-    const handler: Transport.Handler = (request) => {
+    let pinnedTail: Promise<unknown> = Promise.resolve()
+    const handler = (pinned: boolean): Transport.Handler => (request) => {
       const subject = request.subject
       const message = Envelope.decodeKind(WorkerProtocol.workerMessages, request.data, subject)
       if (message instanceof TransportError) return Envelope.error(message)
@@ -290,11 +380,17 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
           new TransportError({ reason: "PayloadTooLarge", subject, detail: `the arguments of '${message.tool_name}': over JT-LIM-02` })
         )
       }
-      return attempt(() =>
-        message.kind === "activate"
-          ? activation(message).ready.then((metadata) => Envelope.ok(JSON.stringify(metadata)))
-          : invoke(message, request.signal, subject)
-      ).catch(failed(message.tool_name))
+      const work = () =>
+        admitted(message, pinned).then(() =>
+          message.kind === "activate"
+            ? activation(message).ready.then((metadata) => Envelope.ok(JSON.stringify(metadata)))
+            : invoke(message, request.signal, subject)
+        ).catch(failed(message.tool_name))
+      if (!pinned) return work()
+      // a pinned worker runs one request at a time, whatever its language
+      const turn = pinnedTail.then(work)
+      pinnedTail = turn
+      return turn
     }
 
     // Cancels first, so a cancel never misses an invocation taken after the worker joined.
@@ -334,18 +430,46 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       (timer) => Effect.sync(() => clearInterval(timer))
     )
 
+    const capacity = yield* WorkerCapacity.reporter({
+      prefix,
+      workerId,
+      pool,
+      languages,
+      concurrency: options.concurrency ?? defaults.concurrency,
+      running: () => running.size,
+      intervalMs: options.capacityIntervalMs
+    })
+    const endpoints: Array<ServiceDiscovery.Endpoint> = []
     for (const language of languages) {
+      const endpoint = { name: `invoke-${language}`, subject: Subject.workerInvoke(prefix, pool, language), queueGroup: `workers-${pool}-${language}`, stats: ServiceDiscovery.counter() }
+      endpoints.push(endpoint)
       yield* transport.serve(
-        Subject.workerInvoke(prefix, pool, language),
+        endpoint.subject,
         {
-          queue: `workers-${pool}-${language}`,
+          queue: endpoint.queueGroup,
           concurrency: options.concurrency ?? defaults.concurrency,
           backlog: options.backlog ?? defaults.backlog,
           graceMs: options.graceMs ?? defaults.graceMs
         },
-        handler
+        ServiceDiscovery.measure(endpoint.stats, capacity.track(handler(false)))
       )
+      if (nodeId !== undefined) {
+        yield* transport.serve(
+          Subject.nodeInvoke(prefix, nodeId, language),
+          { concurrency: 1, backlog: 1_000, graceMs: options.graceMs ?? defaults.graceMs },
+          handler(true)
+        )
+      }
     }
+    yield* ServiceDiscovery.advertise({
+      name: serviceName,
+      version: ServiceDiscovery.runtimeVersion,
+      id: workerId,
+      description: "runs code tools of jitbox sessions in sandboxed subprocesses",
+      metadata: { namespace: Subject.namespaceOf(prefix), pool, languages: languages.join(",") },
+      endpoints
+    }).pipe(Effect.catchTag("ConfigError", Effect.die))
+    yield* capacity.start
 
     return {
       workerId,

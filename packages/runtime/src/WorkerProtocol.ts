@@ -29,7 +29,9 @@ const packageFields = {
   tool_name: Schema.String,
   language: Language,
   entrypoint: Schema.String,
-  entry_file: Schema.String
+  entry_file: Schema.String,
+  /** The coordinator lease of the session; a worker that requires admission checks it with the coordinator. */
+  lease_id: Schema.optional(Schema.String)
 }
 
 /** Activates a package version on a worker (loading it, so load errors surface), answering its metadata. @since 0.1.0 @category schemas */

@@ -51,6 +51,11 @@ export * as SessionApi from "./SessionApi.js"
 /**
  * @since 0.1.0
  */
+export * as SessionOwnership from "./SessionOwnership.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as SessionProtocol from "./SessionProtocol.js"
 
 /**
@@ -102,3 +107,23 @@ export * as WorkerProtocol from "./WorkerProtocol.js"
  * @since 0.1.0
  */
 export * as StreamPublisher from "./StreamPublisher.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as ServiceDiscovery from "./ServiceDiscovery.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as WorkerCapacity from "./WorkerCapacity.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SessionLeases from "./SessionLeases.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Embedded from "./Embedded.js"

@@ -158,15 +158,21 @@ export const coordinatorConformance = (
         const { coordinator } = yield* startCoordinator(namespace)
         const { leased } = yield* admission(namespace, "s1", { policy: { leaseLifetimeSeconds: 60 } })
         assert.strictEqual(leased.lease().expiresAt, 60_000)
+        assert.strictEqual(leased.lease().slots, 2)
         yield* settle()
-        yield* TestClock.adjust("44 seconds")
-        yield* settle(20)
-        assert.strictEqual(leased.renewals(), 0)
-        // At 45 s (a quarter of the lifetime ahead) the lease is renewed for another 60 s.
+        // Idle for retryMs (1 s), the session gives its concurrency slots back to the profile.
         yield* TestClock.adjust("1 second")
-        yield* until(() => leased.renewals() === 1, "a renewal")
-        assert.strictEqual(leased.lease().expiresAt, 45_000 + 60_000)
-        assert.strictEqual(coordinator.requests(), 2)
+        yield* until(() => leased.renewals() === 1, "the slots given back")
+        assert.strictEqual(leased.lease().slots, 0)
+        assert.strictEqual(leased.lease().expiresAt, 61_000)
+        yield* TestClock.adjust("43 seconds")
+        yield* settle(20)
+        assert.strictEqual(leased.renewals(), 1)
+        // At 46 s (a quarter of the lifetime ahead) the lease is renewed for another 60 s.
+        yield* TestClock.adjust("2 seconds")
+        yield* until(() => leased.renewals() === 2, "a renewal")
+        assert.strictEqual(leased.lease().expiresAt, 46_000 + 60_000)
+        assert.strictEqual(coordinator.requests(), 3)
         yield* TestClock.adjust("21 seconds")
         assert.isFalse(leased.expired())
         assert.isTrue(leased.trySpendInvocation())
@@ -248,16 +254,16 @@ export const coordinatorConformance = (
         const fibers = yield* Effect.forkAll([...Array.from({ length: 6 }, () => work(a.leased)), ...Array.from({ length: 6 }, () => work(b.leased))])
         yield* until(() => done.get(a.leased) === 6 && b.leased.usage().waiting === 6, "session a's calls")
         assert.strictEqual(done.get(b.leased), 0)
-        // a ends: its slots go back to the profile, and b's next renewal (it has waiting calls) takes them.
-        yield* a.close
+        // a goes idle: after retryMs it gives its slots back, and b's next renewal (it has waiting calls) takes them.
         for (let i = 0; i < 400 && done.get(b.leased)! < 6; i++) {
           yield* TestClock.adjust("1 second")
           yield* settle()
         }
         assert.strictEqual(done.get(b.leased), 6)
         yield* fibers.await
-        assert.strictEqual(b.leased.lease().slots, 2)
+        assert.strictEqual(a.leased.lease().slots, 0, "the idle session holds no slot")
         assert.strictEqual(most, 2)
+        yield* a.close
       })))
 
     it.effect("a session admitted without deploymentConsent cannot run code", () =>

@@ -12,18 +12,24 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as fs from "node:fs"
+import * as Coordinator from "../src/Coordinator.js"
+import * as ExecutionProfile from "../src/ExecutionProfile.js"
 import * as Ids from "../src/Ids.js"
+import * as Ledger from "../src/Ledger.js"
 import * as RemoteCodeRunner from "../src/RemoteCodeRunner.js"
 import * as RemoteSession from "../src/RemoteSession.js"
 import * as Sessions from "../src/Sessions.js"
 import * as SnapshotStore from "../src/SnapshotStore.js"
 import * as Subject from "../src/Subject.js"
+import * as Envelope from "../src/Envelope.js"
+import * as SessionLeases from "../src/SessionLeases.js"
 import type * as Transport from "../src/Transport.js"
+import * as TransportTag from "../src/Transport.js"
 import * as Worker from "../src/Worker.js"
 import { add } from "../../core/test/fixtures.js"
 
 let namespaces = 0
-const freshPrefix = () => Subject.prefix(Ids.namespace(`work${++namespaces}_${Math.random().toString(36).slice(2, 8)}`))
+const freshNamespace = () => Ids.namespace(`work${++namespaces}_${Math.random().toString(36).slice(2, 8)}`)
 
 const sandbox = {
   shortTimeoutSeconds: 30,
@@ -110,24 +116,70 @@ export const startWorker = (context: Context.Context<Transport.Transport>, prefi
     return { worker, close: Scope.close(scope, Exit.void) }
   })
 
-/** A transport, a host of sessions whose code runs remotely, and one worker. */
+/** The host profiles of the suite's coordinators. */
+const languages = { allowedLanguages: ["Python", "JavaScript", "Bash"] } as const
+export const profiles = ExecutionProfile.all([
+  { name: "standard", policy: languages },
+  { name: "gpu", location: "gpu", policy: languages },
+  { name: "pinned", sandboxNodeId: "node-a", policy: languages }
+])
+
+/**
+ * A transport, the namespace's coordinator, a host of sessions whose code runs remotely (each
+ * session admitted under `admission`, by default profile `standard` with consent), and one worker
+ * that checks every lease.
+ */
 export const setup = (
   makeLayer: () => Layer.Layer<Transport.Transport, unknown>,
   policy?: Record<string, unknown>,
-  workerOptions: Partial<Worker.WorkerOptions> = {}
+  workerOptions: Partial<Worker.WorkerOptions> = {},
+  admission: Sessions.SessionAdmission | null = { profile: "standard", deploymentConsent: true }
 ) =>
   Effect.gen(function*() {
-    const prefix = freshPrefix()
-    const context = yield* Layer.build(Layer.merge(makeLayer(), SnapshotStore.layerMemory()))
+    const namespace = freshNamespace()
+    const prefix = Subject.prefix(namespace)
+    const context = yield* Layer.build(Layer.mergeAll(makeLayer(), SnapshotStore.layerMemory(), Ledger.layerMemory))
+    yield* Coordinator.make({ namespace, profiles }).pipe(Effect.provide(context))
     const worker = yield* startWorker(context, prefix, workerOptions)
     yield* Effect.addFinalizer(() => worker.close)
     const runner = yield* Layer.build(RemoteCodeRunner.layer({ prefix })).pipe(Effect.provide(context))
     const sessions = yield* Sessions.make({
       prefix,
-      harness: { tools: [add, note], codeExecution: "sandboxed", ...(policy === undefined ? {} : { policy }) },
-      idleTimeout: "10 minutes"
+      harness: {
+        tools: [add, note],
+        codeExecution: "sandboxed",
+        // an admitted session asks for the languages the suite uses (JT-POL's default is Python alone)
+        ...(policy === undefined ? admission === null ? {} : { policy: languages } : { policy })
+      },
+      idleTimeout: "10 minutes",
+      ...(admission === null ? {} : { admission })
     }).pipe(Effect.provide(Context.merge(context, runner)))
-    return { prefix, context, worker: worker.worker, sessions }
+    const leases = Context.get(runner, SessionLeases.SessionLeases)
+    return { prefix, namespace, context, worker: worker.worker, sessions, leases }
+  })
+
+const pauseJs = `export const pause = tool({ description: "Notes, pauses, notes.", guidelines: "Use in tests." }, async () => {
+  await harness.callTool("note", { phase: "in" })
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  await harness.callTool("note", { phase: "out" })
+  return "done"
+})`
+
+/** An `activate` sent to a worker as anyone could send it, with the lease it claims; answers the error's tag and reason. */
+const rawActivate = (context: Context.Context<Transport.Transport>, subject: Subject.Subject, sessionId: string, leaseId?: string) =>
+  Effect.promise(async () => {
+    const transport = Context.get(context, TransportTag.Transport)
+    const reply = await transport.request(subject, Envelope.encode("activate", {
+      session_id: sessionId,
+      version_id: "v_forged",
+      tool_name: "double",
+      language: "javascript",
+      entrypoint: "double",
+      entry_file: "double.ts",
+      ...(leaseId === undefined ? {} : { lease_id: leaseId })
+    }), { timeoutMs: 10_000 })
+    const parsed = JSON.parse(new TextDecoder().decode(reply.data)) as { kind: string; error?: { _tag: string; reason: string; detail: string } }
+    return parsed.error
   })
 
 export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.Layer<Transport.Transport, unknown>) =>
@@ -159,7 +211,6 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
       Effect.gen(function*() {
         const { sessions, worker } = yield* setup(makeLayer, {
           allowedLanguages: ["JavaScript"],
-          requireRootCoordinator: false,
           shortInvocationTimeoutSeconds: 1
         })
         const session = sessions.get("s1")
@@ -220,9 +271,10 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
 
     it.live("a worker closed mid-invocation fails it explicitly; the next call runs on another worker", () =>
       Effect.gen(function*() {
-        const prefix = freshPrefix()
+        // without a coordinator: the workers take sessions nobody admitted
+        const prefix = Subject.prefix(freshNamespace())
         const context = yield* Layer.build(Layer.merge(makeLayer(), SnapshotStore.layerMemory()))
-        const first = yield* startWorker(context, prefix, { graceMs: 200 })
+        const first = yield* startWorker(context, prefix, { graceMs: 200, requireAdmission: false })
         const runner = yield* Layer.build(RemoteCodeRunner.layer({ prefix })).pipe(Effect.provide(context))
         const sessions = yield* Sessions.make({ prefix, harness: { tools: [add, note], codeExecution: "sandboxed" }, idleTimeout: "10 minutes" })
           .pipe(Effect.provide(Context.merge(context, runner)))
@@ -232,7 +284,7 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
         const pending = session.callTool("slow", { ms: 60_000 })
         pending.catch(() => {})
         yield* waitUntil("the tool runs on the first worker", () => noted.length > before && first.worker.running() === 1)
-        const second = yield* startWorker(context, prefix)
+        const second = yield* startWorker(context, prefix, { requireAdmission: false })
         yield* Effect.addFinalizer(() => second.close)
         const during = first.worker.processes()
         track(first.worker)
@@ -244,6 +296,75 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
         assert.strictEqual(yield* Effect.promise(() => session.callTool("slow", { ms: 1 })), "slow")
         assert.strictEqual(second.worker.fetches(), 1)
         track(second.worker)
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a worker runs code only for a lease the coordinator confirms: none, a forged one or another session's is refused", () =>
+      Effect.gen(function*() {
+        const { context, leases, prefix, sessions, worker } = yield* setup(makeLayer)
+        const session = sessions.get("s1")
+        yield* Effect.promise(() => session.createTool({ entrypoint: "double", language: "javascript", source: doubleJs }))
+        assert.strictEqual(yield* Effect.promise(() => session.callTool("double", { value: 4 })), 8)
+        const leaseId = leases.get("s1")?.leaseId()
+        assert.isString(leaseId)
+        const subject = Subject.workerInvoke(prefix, Ids.poolName("default"), "javascript")
+        for (const [sessionId, lease] of [["s1", undefined], ["s1", "lease_forged"], ["s2", leaseId]] as const) {
+          const error = yield* rawActivate(context, subject, sessionId, lease)
+          assert.strictEqual(error?._tag, "PolicyViolation", `${sessionId} with ${lease}: ${JSON.stringify(error)}`)
+          assert.strictEqual(error?.reason, "NotAdmitted")
+        }
+        assert.strictEqual(worker.fetches(), 1, "nothing was fetched for the refused requests")
+        track(worker)
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a session admitted without deploymentConsent runs no code (JT-CFG-05)", () =>
+      Effect.gen(function*() {
+        const { sessions, worker } = yield* setup(makeLayer, undefined, {}, { profile: "standard" })
+        const error = yield* rejection(sessions.get("s1").createTool({ entrypoint: "double", language: "javascript", source: doubleJs }))
+        assert.strictEqual((error as { _tag?: string })._tag, "PolicyViolation", String(error))
+        assert.strictEqual((error as { reason?: string }).reason, "ConsentRequired")
+        assert.strictEqual(worker.fetches(), 0)
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("requireRootCoordinator: a session no coordinator admitted runs no code; with it false, it does", () =>
+      Effect.gen(function*() {
+        const required = yield* setup(makeLayer, { allowedLanguages: ["JavaScript"] }, {}, null)
+        const error = yield* rejection(required.sessions.get("s1").createTool({ entrypoint: "double", language: "javascript", source: doubleJs }))
+        assert.strictEqual((error as { _tag?: string })._tag, "PolicyViolation", String(error))
+        assert.strictEqual((error as { reason?: string }).reason, "RootCoordinatorRequired")
+        const free = yield* setup(makeLayer, { allowedLanguages: ["JavaScript"], requireRootCoordinator: false }, { requireAdmission: false }, null)
+        const session = free.sessions.get("s1")
+        yield* Effect.promise(() => session.createTool({ entrypoint: "double", language: "javascript", source: doubleJs }))
+        assert.strictEqual(yield* Effect.promise(() => session.callTool("double", { value: 5 })), 10)
+        track(free.worker)
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a profile's location selects the worker pool; a worker of another pool refuses its lease", () =>
+      Effect.gen(function*() {
+        const { context, leases, prefix, sessions, worker } = yield* setup(makeLayer, undefined, {}, { profile: "gpu", deploymentConsent: true })
+        const gpu = yield* startWorker(context, prefix, { pool: "gpu" })
+        yield* Effect.addFinalizer(() => gpu.close)
+        const session = sessions.get("s1")
+        yield* Effect.promise(() => session.createTool({ entrypoint: "double", language: "javascript", source: doubleJs }))
+        assert.strictEqual(yield* Effect.promise(() => session.callTool("double", { value: 6 })), 12)
+        assert.strictEqual(gpu.worker.fetches(), 1)
+        assert.strictEqual(worker.fetches(), 0)
+        const error = yield* rawActivate(context, Subject.workerInvoke(prefix, Ids.poolName("default"), "javascript"), "s1", leases.get("s1")?.leaseId())
+        assert.strictEqual(error?.reason, "NotAdmitted", JSON.stringify(error))
+        assert.match(error?.detail ?? "", /pool 'gpu'/)
+        track(gpu.worker)
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a pinned profile (sandboxNodeId) runs on its named worker, one invocation at a time", () =>
+      Effect.gen(function*() {
+        const { sessions, worker } = yield* setup(makeLayer, undefined, { nodeId: "node-a", concurrency: 4 }, { profile: "pinned", deploymentConsent: true })
+        const session = sessions.get("s1")
+        yield* Effect.promise(() => session.createTool({ entrypoint: "pause", language: "javascript", source: pauseJs }))
+        const before = noted.length
+        const results = yield* Effect.promise(() => Promise.all([1, 2, 3].map(() => session.callTool("pause", {}))))
+        assert.deepStrictEqual(results, ["done", "done", "done"])
+        const phases = noted.slice(before).map((entry) => (entry as { phase: string }).phase)
+        assert.deepStrictEqual(phases, ["in", "out", "in", "out", "in", "out"], "the pinned worker never ran two at once")
+        track(worker)
       }).pipe(Effect.scoped), 60_000)
 
     it.live("no child process is left behind once the workers are closed", () =>

@@ -138,7 +138,7 @@ type World = {
   /** A host in its own scope, closed by `close`, as a process that dies would be. */
   readonly host: (
     options?: Partial<Sessions.SessionsOptions>
-  ) => Effect.Effect<{ readonly host: Sessions.SessionsShape; readonly close: Effect.Effect<void> }, TransportError, Scope.Scope>
+  ) => Effect.Effect<{ readonly host: Sessions.SessionsShape; readonly close: Effect.Effect<void> }, TransportError | HarnessError.ConfigError, Scope.Scope>
   readonly remote: (sessionId: string, timeoutMs?: number) => RemoteSession.RemoteSession
 }
 

@@ -1,7 +1,7 @@
 /**
- * The snapshot stores: what one saves another load of the same store reads back, both decode with
- * the snapshot's schema and bound the size they keep, and the file layer writes atomically and
- * refuses an oversized file before reading it whole.
+ * The snapshot stores: the shared suite (SnapshotStoreConformance.ts) on the memory and file
+ * layers, and what only the file layer does: it writes atomically and refuses an oversized file
+ * before reading it whole.
  */
 import { JitHarnessSnapshot } from "@jitbox/core"
 import { assert, describe, it } from "@effect/vitest"
@@ -12,56 +12,20 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as Ids from "../src/Ids.js"
 import * as SnapshotStore from "../src/SnapshotStore.js"
+import { conformanceSnapshot, snapshotStoreConformance } from "./SnapshotStoreConformance.js"
 
 const sid = Ids.sessionId("s1")
-
-const snapshot: JitHarnessSnapshot.JitHarnessSnapshot = {
-  format_version: 1,
-  tools: [{ name: "twice", language: "javascript", entrypoint: "twice", source: "export const twice = 1\n" }],
-  text_tools: [{ name: "notes", description: "Notes.", markdown: "# Notes" }],
-  base_tools: ["add"],
-  unloaded_tools: ["notes"]
-}
+const snapshot = conformanceSnapshot
 
 const temporaryDirectory = Effect.acquireRelease(
   Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-store-"))),
   (directory) => Effect.sync(() => fs.rmSync(directory, { recursive: true, force: true }))
 )
 
-const stores = {
-  memory: (maxBytes?: number) => Effect.succeed(SnapshotStore.makeMemory({ maxBytes })),
-  file: (maxBytes?: number) => Effect.flatMap(temporaryDirectory, (directory) => SnapshotStore.makeFile({ directory, maxBytes }))
-}
+snapshotStoreConformance("memory", (maxBytes) => Effect.succeed(SnapshotStore.makeMemory({ maxBytes })))
+snapshotStoreConformance("file", (maxBytes) => Effect.flatMap(temporaryDirectory, (directory) => SnapshotStore.makeFile({ directory, maxBytes })))
 
 describe("SnapshotStore", () => {
-  for (const [name, make] of Object.entries(stores)) {
-    it.scoped(`${name}: what is saved loads back; a session never saved has none; remove deletes`, () =>
-      Effect.gen(function*() {
-        const store = yield* make()
-        assert.isTrue(Option.isNone(yield* store.load(sid)))
-        yield* store.save(sid, snapshot)
-        assert.deepStrictEqual(Option.getOrThrow(yield* store.load(sid)), snapshot)
-        yield* store.save(sid, { ...snapshot, unloaded_tools: [] })
-        assert.deepStrictEqual(Option.getOrThrow(yield* store.load(sid)).unloaded_tools, [])
-        yield* store.remove(sid)
-        yield* store.remove(sid)
-        assert.isTrue(Option.isNone(yield* store.load(sid)))
-      }))
-
-    it.scoped(`${name}: a snapshot over maxBytes, or one the schema refuses, is not stored`, () =>
-      Effect.gen(function*() {
-        const store = yield* make(2_000)
-        yield* store.save(sid, snapshot)
-        const large = { ...snapshot, text_tools: [{ name: "notes", description: "Notes.", markdown: "x".repeat(3_000) }] }
-        const tooLarge = yield* Effect.flip(store.save(sid, large))
-        assert.strictEqual(tooLarge.reason, "Invalid")
-        assert.include(tooLarge.detail, "at most 2000")
-        const invalid = yield* Effect.flip(store.save(sid, { ...snapshot, tools: [{ ...snapshot.tools[0]!, name: "bad name" }] }))
-        assert.strictEqual(invalid.reason, "Invalid")
-        assert.deepStrictEqual(Option.getOrThrow(yield* store.load(sid)), snapshot)
-      }))
-  }
-
   it.scoped("file: one JSON file per session, written atomically (no temporary file left), readable by JitHarnessSnapshot.load", () =>
     Effect.gen(function*() {
       const directory = path.join(yield* temporaryDirectory, "nested", "sessions")

@@ -114,6 +114,38 @@ export const streamConformance = (name: string, makeLayer: () => Layer.Layer<Tra
         ])
       }))
 
+    it.scopedLive("RemoteSession gives one session's events, decoded, as a Stream and to a listener; another session's are not among them", () =>
+      Effect.gen(function*() {
+        const prefix = freshPrefix()
+        const transportContext = yield* Layer.build(makeLayer())
+        const transport = Context.get(transportContext, Transport.Transport)
+        const sinks = yield* Layer.build(StreamPublisher.layer({ prefix })).pipe(Effect.provide(transportContext))
+        yield* Sessions.make({ prefix, harness: { tools: [add] } }).pipe(
+          Effect.provide(Context.merge(Context.add(transportContext, SnapshotStore.SnapshotStore, SnapshotStore.makeMemory()), sinks))
+        )
+        const remote = new RemoteSession.RemoteSession(transport, "watched", { prefix, timeoutMs: 10_000 })
+        const other = new RemoteSession.RemoteSession(transport, "other", { prefix, timeoutMs: 10_000 })
+        yield* Effect.promise(() => remote.createTool({ entrypoint: "twice", source: twiceSource }))
+        yield* Effect.promise(() => other.createTool({ entrypoint: "twice", source: twiceSource }))
+        const stream = yield* RemoteSession.events(remote)
+        const taken = yield* Effect.fork(Stream.runCollect(Stream.take(stream, 2)))
+        const heard: Array<string> = []
+        const stop = yield* Effect.promise(() => remote.listen((event) => heard.push(`${event.name}:${(event.payload as { tool_name?: string }).tool_name}`)))
+        assert.strictEqual(yield* Effect.promise(() => other.callTool("twice", { value: 1 })), 2)
+        assert.strictEqual(yield* Effect.promise(() => remote.callTool("twice", { value: 3 })), 6)
+        const events = [...(yield* Fiber.join(taken))]
+        assert.deepStrictEqual(events.map((event) => [event.name, (event.payload as { session_id?: string }).session_id]), [
+          ["jit_tool_started", "watched"],
+          ["jit_tool_completed", "watched"]
+        ])
+        for (let i = 0; i < 200 && heard.length < 2; i++) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+        assert.deepStrictEqual(heard, ["jit_tool_started:twice", "jit_tool_completed:twice"])
+        yield* Effect.promise(() => stop())
+        assert.strictEqual(yield* Effect.promise(() => remote.callTool("twice", { value: 4 })), 8)
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+        assert.strictEqual(heard.length, 2, "nothing is heard after stop")
+      }))
+
     it.scopedLive("a full queue drops, and the loss arrives in-band as jit_events_dropped with the exact count", () =>
       Effect.gen(function*() {
         const prefix = freshPrefix()

@@ -20,7 +20,11 @@ describe("Subject", () => {
         Subject.sessionsActivate(p),
         Subject.coordinator(p, Ids.token("admit")),
         Subject.workerInvoke(p, Ids.poolName("gpu"), "python"),
-        Subject.workerPackage(p, Ids.token("v_0123456789abcdef0123")),
+        Subject.nodeInvoke(p, Ids.workerId("node-a"), "javascript"),
+        Subject.sessionPackage(p, s),
+        Subject.sessionHeartbeat(p, s),
+        Subject.workerCancel(p),
+        Subject.workersCapacity(p),
         Subject.events(p, s, Ids.token("jit_tool_started")),
         Subject.profile(p, s)
       ],
@@ -31,7 +35,11 @@ describe("Subject", () => {
         "jitbox.prod.sessions.activate",
         "jitbox.prod.coordinator.admit",
         "jitbox.prod.worker.gpu.python.invoke",
-        "jitbox.prod.worker.package.v_0123456789abcdef0123",
+        "jitbox.prod.node.node-a.javascript.invoke",
+        "jitbox.prod.session.s1.package",
+        "jitbox.prod.session.s1.heartbeat",
+        "jitbox.prod.workers.cancel",
+        "jitbox.prod.workers.capacity",
         "jitbox.prod.events.s1.jit_tool_started",
         "jitbox.prod.profile.s1"
       ]

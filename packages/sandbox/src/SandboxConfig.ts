@@ -6,7 +6,9 @@
  * @since 0.1.0
  */
 import { HarnessError, type JitPolicy } from "@jitbox/core"
+import * as fs from "node:fs"
 import * as os from "node:os"
+import * as path from "node:path"
 
 /** Resource limits applied to every child with `prlimit` (per process). @since 0.1.0 @category models */
 export interface SandboxLimits {
@@ -58,7 +60,11 @@ export interface SandboxOptions {
   readonly bashPath?: string | undefined
   /** Let Python import site-packages (drops `-S`). Default false. */
   readonly pythonSite?: boolean | undefined
-  /** Where per-version and per-child directories are created. Default `os.tmpdir()`. */
+  /**
+   * Where per-version and per-child directories are created. Default `os.tmpdir()`, unless
+   * children run as another uid (`runAs`) and that directory (or one above it) is closed to other
+   * users, as a private `TMPDIR` made by `mkdtemp` is: then `/tmp`.
+   */
   readonly tmpDir?: string | undefined
   /** Receives what tools print (stdout/stderr are redirected into the protocol). Default: dropped. */
   readonly onLog?: ((entry: LogEntry) => void) | undefined
@@ -159,7 +165,7 @@ export const make = (options: SandboxOptions = {}): SandboxConfig => {
     pythonPath: options.pythonPath ?? "/usr/bin/python3",
     bashPath: options.bashPath ?? "/bin/bash",
     pythonSite: options.pythonSite ?? false,
-    tmpDir: options.tmpDir ?? os.tmpdir(),
+    tmpDir: options.tmpDir ?? defaultTmpDir(runAs),
     onLog: options.onLog,
     maxLogBytes: positive("maxLogBytes", options.maxLogBytes ?? 1024 * 1024),
     maxNestedCalls: positiveInteger("maxNestedCalls", options.maxNestedCalls ?? 10_000),
@@ -195,3 +201,21 @@ export const optionsFromPolicy = (policy: JitPolicy.JitPolicy): SandboxOptions =
   maximumRuntimeEnvironments: policy.maximumRuntimeEnvironments,
   shortTimeoutSeconds: policy.invocationTimeoutSeconds
 })
+
+/** Whether every directory from `dir` up to `/` lets other users through (the `x` bit for others). */
+const traversableByOthers = (dir: string): boolean => {
+  for (let current = path.resolve(dir); ; current = path.dirname(current)) {
+    try {
+      if ((fs.statSync(current).mode & 0o001) === 0) return false
+    } catch {
+      return false
+    }
+    if (path.dirname(current) === current) return true
+  }
+}
+
+const defaultTmpDir = (runAs: { readonly uid: number } | undefined): string => {
+  const tmp = os.tmpdir()
+  if (runAs === undefined || traversableByOthers(tmp)) return tmp
+  return traversableByOthers("/tmp") ? "/tmp" : tmp
+}

@@ -4,6 +4,9 @@
  * out, and gone with its directory when its scope closes. The binary is `NATS_SERVER_BIN`, else
  * `/usr/sbin/nats-server` (Debian's package), else `nats-server` on the `PATH`.
  *
+ * `config` starts it with a configuration file (users with passwords and permissions, say), for
+ * tests of authorization.
+ *
  * Faults for tests: `stop` (SIGTERM, the server shuts down cleanly), `kill` (SIGKILL), `restart`
  * (stop if running, then start again on the same port with the same store, so clients reconnect
  * to the same URL and JetStream data survives).
@@ -42,6 +45,12 @@ export interface NatsServerOptions {
   readonly binary?: string | undefined
   /** How long a start may take before it fails `NotReady` (default 10 000 ms). */
   readonly readyTimeoutMs?: number | undefined
+  /**
+   * The text of a server configuration file (users, permissions, …), written to the server's
+   * directory and passed with `-c`. The fixture's own flags (address, port, JetStream and its
+   * store) still apply and win over the file.
+   */
+  readonly config?: string | undefined
 }
 
 /** The running server, as the Effect resource gives it. @since 0.1.0 @category models */
@@ -133,7 +142,8 @@ class ServerProcess {
     readonly binary: string,
     readonly port: number,
     readonly root: string,
-    private readonly readyTimeoutMs: number
+    private readonly readyTimeoutMs: number,
+    private readonly config: string | undefined
   ) {
     this.storeDir = path.join(root, "jetstream")
   }
@@ -153,6 +163,11 @@ class ServerProcess {
     if (this.child !== undefined) return
     // `-sd` names the parent of JetStream's own `jetstream` directory.
     const args = ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", this.root]
+    if (this.config !== undefined) {
+      const file = path.join(this.root, "nats-server.conf")
+      fs.writeFileSync(file, this.config)
+      args.unshift("-c", file)
+    }
     const child = spawn(this.binary, args, { stdio: ["ignore", "pipe", "pipe"] })
     let exitCode: number | null | undefined
     let spawnError: Error | undefined
@@ -225,7 +240,7 @@ const open = async (options: NatsServerOptions): Promise<ServerProcess> => {
   // Another process may take the free port between the probe and the server's bind: try again.
   for (let attempt = 0; attempt < 3; attempt++) {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-nats-"))
-    const server = new ServerProcess(binary, await freePort(), root, readyTimeoutMs)
+    const server = new ServerProcess(binary, await freePort(), root, readyTimeoutMs, options.config)
     try {
       await server.start()
       return server

@@ -211,10 +211,13 @@ export class Dispatcher implements Session, CallHost {
       return new ToolRejected({ name, reason: "Unloaded", detail: `tool '${name}' is unloaded; load it with load_tool first` })
     }
     if (entry.origin === "code" && !this.o.admission.trySpendInvocation()) {
+      const refusal = this.o.admission.refusal?.()
       return new ToolRejected({
         name,
-        reason: "BudgetExhausted",
-        detail: `the policy's ${this.o.admission.policy?.maximumInvocations} invocations are spent; '${name}' was not run`
+        reason: refusal === undefined ? "BudgetExhausted" : "NotAdmitted",
+        detail: refusal === undefined
+          ? `the policy's ${this.o.admission.policy?.maximumInvocations} invocations are spent; '${name}' was not run`
+          : `${refusal}; '${name}' was not run`
       })
     }
     return undefined

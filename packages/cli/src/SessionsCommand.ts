@@ -1,0 +1,149 @@
+/**
+ * `jitbox sessions`: hosts sessions (`Sessions` of @jitbox/runtime) for remote callers. A
+ * `RemoteSession` anywhere on the namespace that finds nobody serving its session asks the hosts
+ * (`sessions.activate`, one queue group) and one of them activates it here from the snapshot
+ * store. Code tools run on the workers of `--pool` (`RemoteCodeRunner`), never in this process.
+ *
+ * With `--store <dir>` snapshots are JSON files in that directory (`SnapshotStore.layerFile`), so
+ * a session survives this process and any host sharing the directory can take it over; without
+ * it they stay in this process's memory. A session idle for `--idle-timeout` is stored and
+ * released. Each host claims a session (a JetStream KV record per session, `KvSessionOwnership`)
+ * before it activates it, so a session is active in one host at a time, and every session's events
+ * and profile records are published (`StreamPublisher`).
+ *
+ * With `--profile <name>` each session is admitted by the namespace's coordinator under that
+ * execution profile when it activates, and spends the budgets the coordinator leases; without
+ * `--deployment-consent` (JT-CFG-05) such a session runs no model-written code. Workers run code
+ * only for admitted sessions unless they are started with `--no-admission`.
+ *
+ * @since 0.1.0
+ */
+import { Command, HelpDoc, Options } from "@effect/cli"
+import { type HarnessError, type JitHarnessSnapshot, JitPolicy } from "@jitbox/core"
+import { KvSessionOwnership, NatsTransport } from "@jitbox/nats"
+import { Ids, RemoteCodeRunner, type SessionOwnership, Sessions, SnapshotStore, StreamPublisher, type TransportError } from "@jitbox/runtime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Connection from "./Connection.js"
+import * as Serve from "./Serve.js"
+
+const units: Record<string, Duration.Unit> = { ms: "millis", s: "seconds", m: "minutes", h: "hours" }
+
+/**
+ * A duration written `500ms`, `30s`, `5m` or `1h` (or as Effect writes it: `5 minutes`); throws
+ * naming the option otherwise.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const parseDuration = (text: string): Duration.Duration => {
+  const short = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(text.trim())
+  const decoded = short === null
+    ? Duration.decodeUnknown(text.trim())
+    : Option.some(Duration.decode(`${Number(short[1])} ${units[short[2]!]!}` as Duration.DurationInput))
+  if (Option.isNone(decoded) || !Duration.greaterThan(decoded.value, Duration.zero)) {
+    throw new Error(`--idle-timeout: expected a duration such as 30s, 5m or 1h, got '${text}'`)
+  }
+  return decoded.value
+}
+
+/** @since 0.1.0 @category options */
+export const store = Options.directory("store").pipe(
+  Options.withDescription("Keep the sessions' snapshots as JSON files in this directory (created if missing); default: in this process's memory"),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const pool = Options.text("pool").pipe(
+  Options.withDescription(`The worker pool the sessions' code tools run on (default ${RemoteCodeRunner.defaults.pool})`),
+  Options.withDefault(RemoteCodeRunner.defaults.pool)
+)
+
+/** @since 0.1.0 @category options */
+export const idleTimeout = Options.text("idle-timeout").pipe(
+  Options.withDescription("How long a session may be idle before it is stored and released: 500ms, 30s, 5m, 1h (default 5m)"),
+  Options.withDefault("5m"),
+  Options.mapTryCatch(parseDuration, (error) => HelpDoc.p(error instanceof Error ? error.message : String(error)))
+)
+
+/** @since 0.1.0 @category options */
+export const profile = Options.text("profile").pipe(
+  Options.withDescription("Admit each session with the namespace's coordinator under this execution profile"),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const deploymentConsent = Options.boolean("deployment-consent").pipe(
+  Options.withDescription("The application consents to running model-written code on workers (JT-CFG-05); needs --profile")
+)
+
+/**
+ * A request policy written as JSON (`{"allowedLanguages":["JavaScript"]}`); throws naming the option otherwise.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const parsePolicy = (text: string): JitPolicy.JitPolicyInput => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    throw new Error(`--policy: expected a JSON object such as {"allowedLanguages":["JavaScript"]}, got '${text.slice(0, 200)}'`)
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("--policy: expected a JSON object")
+  try {
+    JitPolicy.make(parsed as JitPolicy.JitPolicyInput)
+  } catch (error) {
+    throw new Error(`--policy: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  return parsed as JitPolicy.JitPolicyInput
+}
+
+/** @since 0.1.0 @category options */
+export const policy = Options.text("policy").pipe(
+  Options.withDescription("The sessions' request policy as JSON (fields left out take the policy defaults); the coordinator intersects it with --profile"),
+  Options.mapTryCatch(parsePolicy, (error) => HelpDoc.p(error instanceof Error ? error.message : String(error))),
+  Options.optional
+)
+
+/** What serving sessions can fail with. @since 0.1.0 @category errors */
+export type SessionsCommandError =
+  | HarnessError.ConfigError
+  | TransportError.TransportError
+  | JitHarnessSnapshot.SnapshotError
+  | SessionOwnership.OwnershipError
+
+/** @since 0.1.0 @category commands */
+export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, profile, deploymentConsent, policy }, (config): Effect.Effect<never, SessionsCommandError> =>
+  Serve.untilInterrupted(Effect.gen(function*() {
+    const { namespace, prefix } = yield* Connection.prefixOf(config)
+    yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
+    const transport = NatsTransport.layer(Connection.natsOptions(config, `jitbox-sessions-${namespace}`))
+    const snapshots = Option.match(config.store, {
+      onNone: () => SnapshotStore.layerMemory(),
+      onSome: (directory) => SnapshotStore.layerFile({ directory })
+    })
+    // every host of the namespace claims a session before it activates it, so one session is active in one host at a time
+    const ownership = KvSessionOwnership.layer({ namespace, connection: Connection.natsOptions(config, `jitbox-sessions-owners-${namespace}`) })
+    const context = yield* Layer.build(
+      Layer.provideMerge(
+        Layer.mergeAll(RemoteCodeRunner.layer({ prefix, pool: config.pool }), StreamPublisher.layer({ prefix })),
+        Layer.mergeAll(transport, snapshots, ownership)
+      )
+    )
+    yield* Sessions.make({
+      prefix,
+      harness: { codeExecution: "sandboxed", ...Option.match(config.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) }) },
+      idleTimeout: config.idleTimeout,
+      activation: true,
+      ...Option.match(config.profile, {
+        onNone: () => ({}),
+        onSome: (name) => ({ admission: { profile: name, deploymentConsent: config.deploymentConsent } })
+      })
+    }).pipe(Effect.provide(context))
+    return `sessions ${namespace}`
+  }))).pipe(
+  Command.withDescription("Host sessions for remote callers: activated here on first use, their code tools run on the workers of a pool.")
+)

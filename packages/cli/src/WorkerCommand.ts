@@ -1,0 +1,134 @@
+/**
+ * `jitbox worker`: serves a `Worker` of @jitbox/runtime, which runs the code tools of any session
+ * of the namespace in sandboxed subprocesses. It prints `ready <workerId>` once it serves; with
+ * `--log-invocations`, one line per finished invocation:
+ *
+ *     invocation worker=<workerId> session=<sessionId> tool=<name> call=<callId> outcome=ok|failed|cancelled
+ *
+ * On SIGTERM or SIGINT it drains (stops taking work, lets what runs finish for `--grace-ms`, then
+ * kills the rest, each answered `Closed`), prints `stopped <workerId>` and exits 0.
+ *
+ * @since 0.1.0
+ */
+import { Command, HelpDoc, Options } from "@effect/cli"
+import { type CodeLanguage, CodeLanguages, type HarnessError } from "@jitbox/core"
+import { NatsTransport } from "@jitbox/nats"
+import { Ids, type TransportError, Worker } from "@jitbox/runtime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Connection from "./Connection.js"
+import * as Serve from "./Serve.js"
+
+/**
+ * A comma-separated list of code languages; throws naming the first unknown one.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const parseLanguages = (text: string): ReadonlyArray<CodeLanguage> => {
+  const names = text.split(",").map((name) => name.trim()).filter((name) => name !== "")
+  if (names.length === 0) throw new Error(`--languages: expected one or more of ${CodeLanguages.join(", ")}`)
+  for (const name of names) {
+    if (!(CodeLanguages as ReadonlyArray<string>).includes(name)) {
+      throw new Error(`--languages: '${name}' is not a language; the languages are ${CodeLanguages.join(", ")}`)
+    }
+  }
+  return names as ReadonlyArray<CodeLanguage>
+}
+
+const positive = (name: string) => (value: number): number => {
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--${name}: expected an integer ≥ 1, got ${value}`)
+  return value
+}
+
+const helpOf = (error: unknown) => HelpDoc.p(error instanceof Error ? error.message : String(error))
+
+/** @since 0.1.0 @category options */
+export const pool = Options.text("pool").pipe(
+  Options.withDescription(`The worker pool served; a session's RemoteCodeRunner names the pool it sends to (default ${Worker.defaults.pool})`),
+  Options.withDefault(Worker.defaults.pool)
+)
+
+/** @since 0.1.0 @category options */
+export const languages = Options.text("languages").pipe(
+  Options.withDescription(`The languages served, comma-separated (${CodeLanguages.join(",")}); default: every language this machine's sandbox runs`),
+  Options.mapTryCatch(parseLanguages, helpOf),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const concurrency = Options.integer("concurrency").pipe(
+  Options.withDescription(`Invocations of one language run at once (default ${Worker.defaults.concurrency})`),
+  Options.mapTryCatch(positive("concurrency"), helpOf),
+  Options.withDefault(Worker.defaults.concurrency)
+)
+
+/** @since 0.1.0 @category options */
+export const graceMs = Options.integer("grace-ms").pipe(
+  Options.withDescription(`On SIGTERM or SIGINT, how long invocations in progress may go on before they are killed, in milliseconds (default ${Worker.defaults.graceMs})`),
+  Options.mapTryCatch((value) => {
+    if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--grace-ms: expected an integer ≥ 0, got ${value}`)
+    return value
+  }, helpOf),
+  Options.withDefault(Worker.defaults.graceMs)
+)
+
+/** @since 0.1.0 @category options */
+export const id = Options.text("id").pipe(
+  Options.withDescription("This worker's id (letters, digits, _ and -); default: a fresh one"),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const logInvocations = Options.boolean("log-invocations").pipe(
+  Options.withDescription("Print one line per finished invocation: worker, session, tool, call id and outcome")
+)
+
+/** @since 0.1.0 @category options */
+export const noAdmission = Options.boolean("no-admission").pipe(
+  Options.withDescription("Run code for any session, admitted by the coordinator or not (default: only for sessions whose lease the coordinator confirms)")
+)
+
+/** @since 0.1.0 @category options */
+export const nodeId = Options.text("node-id").pipe(
+  Options.withDescription("The name profiles pin with sandboxNodeId: this worker then also runs their code, one invocation at a time"),
+  Options.optional
+)
+
+/**
+ * The line `--log-invocations` prints for one invocation.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const invocationLine = (invocation: Worker.Invocation): string =>
+  `invocation worker=${invocation.workerId} session=${invocation.sessionId} tool=${invocation.toolName} call=${invocation.callId} outcome=${invocation.outcome}`
+
+/** What serving a worker can fail with. @since 0.1.0 @category errors */
+export type WorkerCommandError = HarnessError.ConfigError | TransportError.TransportError
+
+/** @since 0.1.0 @category commands */
+export const command = Command.make(
+  "worker",
+  { ...Connection.options, pool, languages, concurrency, graceMs, id, logInvocations, noAdmission, nodeId },
+  (config): Effect.Effect<never, WorkerCommandError> =>
+    Serve.untilInterrupted(Effect.gen(function*() {
+      const { prefix } = yield* Connection.prefixOf(config)
+      const workerId = Option.isSome(config.id) ? yield* Ids.decode(Ids.WorkerId, "--id")(config.id.value) : undefined
+      yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
+      const transport = yield* Layer.build(NatsTransport.layer(Connection.natsOptions(config, `jitbox-worker-${workerId ?? config.pool}`)))
+      const worker = yield* Worker.make({
+        prefix,
+        workerId,
+        pool: config.pool,
+        languages: Option.getOrUndefined(config.languages),
+        concurrency: config.concurrency,
+        graceMs: config.graceMs,
+        requireAdmission: !config.noAdmission,
+        nodeId: Option.getOrUndefined(config.nodeId),
+        onInvocation: config.logInvocations ? (invocation) => process.stdout.write(`${invocationLine(invocation)}\n`) : undefined
+      }).pipe(Effect.provide(transport))
+      return worker.workerId
+    }))
+).pipe(Command.withDescription("Serve a worker: runs the code tools of the namespace's sessions in sandboxed subprocesses."))

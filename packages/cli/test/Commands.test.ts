@@ -1,0 +1,206 @@
+/**
+ * The `jitbox` command's arguments, without a NATS server. As a process: `jitbox worker --help`
+ * names its options and exits 0; a bad profiles file exits 1 with a message naming the problem,
+ * before anything connects. In this process (`Cli.run`, the same parser and handlers, its console
+ * captured; much cheaper than a process per case on a busy machine): each subcommand's help names
+ * its options and their environment variables, each kind of bad input fails with a typed error or
+ * a `ValidationError` naming it, and the environment variables are read when the flags are absent.
+ */
+import { HelpDoc, ValidationError } from "@effect/cli"
+import { NodeContext } from "@effect/platform-node"
+import * as Cause from "effect/Cause"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Cli } from "../src/index.js"
+import { plain, spawnCli } from "./cliProcess.js"
+
+const spawned = async (args: ReadonlyArray<string>) => {
+  const process_ = spawnCli(args)
+  const code = await process_.exited()
+  return { code, stdout: plain(process_.stdout()), stderr: plain(process_.stderr()) }
+}
+
+/** A console that keeps what is printed. */
+const capturing = (): { readonly console: Console.Console; readonly out: Array<string>; readonly err: Array<string> } => {
+  const out: Array<string> = []
+  const err: Array<string> = []
+  const base = Effect.runSync(Effect.console)
+  const console: Console.Console = {
+    ...base,
+    log: (...args) => Effect.sync(() => void out.push(args.join(" "))),
+    error: (...args) => Effect.sync(() => void err.push(args.join(" ")))
+  }
+  return { console, out, err }
+}
+
+/** Runs `jitbox <args>` in this process with `env` as the environment Config reads and its console captured. */
+const inProcess = async (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  const captured = capturing()
+  const exit = await Effect.runPromiseExit(
+    Cli.run(["node", "jitbox", ...args]).pipe(
+      Effect.provide(NodeContext.layer),
+      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))),
+      Effect.withConsole(captured.console),
+      // a command that does start would serve forever
+      Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error(`jitbox ${args.join(" ")} did not end`) })
+    )
+  )
+  return { exit, stdout: plain(captured.out.join("\n")), stderr: plain(captured.err.join("\n")) }
+}
+
+/** Runs `jitbox <args>` in this process; answers what it failed with. */
+const failure = async (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<unknown> => {
+  const { exit } = await inProcess(args, env)
+  if (Exit.isSuccess(exit)) throw new Error(`jitbox ${args.join(" ")} succeeded`)
+  const failed = Cause.failureOption(exit.cause)
+  if (Option.isNone(failed)) throw new Error(`jitbox ${args.join(" ")} died: ${Cause.pretty(exit.cause)}`)
+  return failed.value
+}
+
+/** The text of a parser's error. */
+const validationText = (error: unknown): string => {
+  expect(ValidationError.isValidationError(error), String(error)).toBe(true)
+  return plain(HelpDoc.toAnsiText((error as { readonly error: HelpDoc.HelpDoc }).error))
+}
+
+let directory: string
+beforeAll(() => {
+  directory = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-cli-test-"))
+})
+afterAll(() => fs.rmSync(directory, { recursive: true, force: true }))
+
+const write = (name: string, text: string): string => {
+  const file = path.join(directory, name)
+  fs.writeFileSync(file, text)
+  return file
+}
+
+const common = ["--server", "--creds", "--namespace", "JITBOX_SERVER", "JITBOX_CREDS", "JITBOX_NAMESPACE"]
+
+// One at a time: each process loads the whole stack, which takes a while on a busy machine.
+describe("the jitbox process", () => {
+  it("jitbox worker --help names its options and exits 0", async () => {
+    const { code, stdout } = await spawned(["worker", "--help"])
+    expect(code).toBe(0)
+    for (const option of [...common, "--pool", "--languages", "--concurrency", "--grace-ms", "--id", "--log-invocations"]) {
+      expect(stdout).toContain(option)
+    }
+  }, 120_000)
+
+  it("a profile whose policy is out of range: exit code 1, the profile and the field on stderr", async () => {
+    const file = write("bad-policy.json", JSON.stringify({ profiles: [{ name: "standard", policy: { maximumInvocations: -1 } }] }))
+    const { code, stderr } = await spawned(["coordinator", "--profiles", file])
+    expect(code).toBe(1)
+    expect(stderr).toContain("jitbox: ConfigError: profiles.standard.policy: maximumInvocations: expected an integer")
+  }, 120_000)
+})
+
+describe("jitbox --help (in this process)", () => {
+  it.each([
+    ["coordinator", [...common, "--profiles"]],
+    ["worker", [...common, "--pool", "--languages", "--concurrency", "--grace-ms", "--id", "--log-invocations"]],
+    ["sessions", [...common, "--store", "--pool", "--idle-timeout"]]
+  ])("jitbox %s --help names its options", async (subcommand, options) => {
+    const { exit, stdout } = await inProcess([subcommand, "--help"])
+    expect(Exit.isSuccess(exit)).toBe(true)
+    expect(stdout).toContain(`$ ${subcommand}`)
+    for (const option of options) expect(stdout).toContain(option)
+  })
+
+  it("jitbox alone shows the help with the three subcommands", async () => {
+    const { exit, stdout } = await inProcess([])
+    expect(Exit.isSuccess(exit)).toBe(true)
+    for (const subcommand of ["coordinator", "worker", "sessions"]) expect(stdout).toMatch(new RegExp(`- ${subcommand} `))
+  })
+})
+
+describe("jitbox's arguments (in this process)", () => {
+  it("a profiles file that does not exist is a ConfigError naming profilesFile and the path", async () => {
+    const missing = path.join(directory, "missing.json")
+    const error = await failure(["coordinator", "--profiles", missing])
+    expect(error).toMatchObject({ _tag: "ConfigError", option: "profilesFile" })
+    expect((error as Error).message).toContain(`${missing}: ENOENT`)
+  })
+
+  it("a profiles file that is not JSON is a ConfigError naming profilesFile", async () => {
+    const file = write("not-json.json", "{ profiles: ")
+    expect(await failure(["coordinator", "--profiles", file])).toMatchObject({ _tag: "ConfigError", option: "profilesFile" })
+  })
+
+  it("a profiles file without a profiles list", async () => {
+    const file = write("no-list.json", JSON.stringify({ name: "standard" }))
+    const error = await failure(["coordinator", "--profiles", file])
+    expect(error).toMatchObject({ _tag: "ConfigError", option: "profilesFile" })
+    expect((error as Error).message).toContain(`expected { "profiles": [ … ] }`)
+  })
+
+  it("a profile defined twice", async () => {
+    const file = write("twice.json", JSON.stringify({ profiles: [{ name: "standard" }, { name: "standard" }] }))
+    expect(await failure(["coordinator", "--profiles", file])).toMatchObject({
+      _tag: "ConfigError",
+      detail: "the profile 'standard' is defined twice"
+    })
+  })
+
+  it("a profile with a bad name", async () => {
+    const file = write("bad-name.json", JSON.stringify({ profiles: [{ name: "no spaces" }] }))
+    expect(await failure(["coordinator", "--profiles", file])).toMatchObject({ _tag: "ConfigError", option: "profiles.name" })
+  })
+
+  it("--profiles is required", async () => {
+    expect(validationText(await failure(["coordinator"]))).toContain("--profiles")
+  })
+
+  it("an unknown language for a worker: the parser's error, printed on stderr", async () => {
+    const { exit, stderr } = await inProcess(["worker", "--languages", "python,cobol"])
+    expect(Exit.isFailure(exit)).toBe(true)
+    expect(validationText(await failure(["worker", "--languages", "python,cobol"]))).toContain("--languages: 'cobol' is not a language")
+    expect(stderr).toContain("--languages: 'cobol' is not a language")
+  })
+
+  it("a concurrency below 1", async () => {
+    expect(validationText(await failure(["worker", "--concurrency", "0"]))).toContain("--concurrency: expected an integer ≥ 1, got 0")
+  })
+
+  it("a worker id that is not a subject-safe token", async () => {
+    expect(await failure(["worker", "--id", "a.b"])).toMatchObject({ _tag: "ConfigError", option: "--id" })
+  })
+
+  it("a bad idle timeout for sessions", async () => {
+    expect(validationText(await failure(["sessions", "--idle-timeout", "soon"]))).toContain(
+      "--idle-timeout: expected a duration such as 30s, 5m or 1h, got 'soon'"
+    )
+  })
+
+  it("JITBOX_NAMESPACE is read when --namespace is absent", async () => {
+    expect(await failure(["worker"], { JITBOX_NAMESPACE: "not a token" })).toMatchObject({ _tag: "ConfigError", option: "namespace" })
+  })
+
+  it("--namespace wins over JITBOX_NAMESPACE", async () => {
+    expect(await failure(["worker", "--namespace", "bad.name"], { JITBOX_NAMESPACE: "fine" })).toMatchObject({
+      _tag: "ConfigError",
+      option: "namespace",
+      detail: expect.stringContaining("bad.name")
+    })
+  })
+
+  it("JITBOX_SERVER is read when --server is absent: nobody listening there is a Connect error naming it", async () => {
+    const error = await failure(["worker"], { JITBOX_SERVER: "nats://127.0.0.1:1" })
+    expect(error).toMatchObject({ _tag: "TransportError", reason: "Connect" })
+    expect((error as Error).message).toContain("nats://127.0.0.1:1")
+  })
+
+  it("JITBOX_CREDS is read when --creds is absent: a missing file is a Connect error naming it", async () => {
+    const missing = path.join(directory, "missing.creds")
+    const error = await failure(["worker", "--server", "nats://127.0.0.1:1"], { JITBOX_CREDS: missing })
+    expect(error).toMatchObject({ _tag: "TransportError", reason: "Connect" })
+    expect((error as Error).message).toContain(`cannot read the credentials file ${missing}`)
+  })
+})

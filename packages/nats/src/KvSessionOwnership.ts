@@ -1,0 +1,136 @@
+/**
+ * The runtime's `SessionOwnership` over a NATS JetStream KV bucket, shared by every host of a
+ * deployment: one key per session (`session.<sessionId>`) holding the claim record
+ * `{ v: 1, owner, expiresAt }`. Every write is a compare-and-set on the key's revision (`kv.create`
+ * for a new claim, `kv.update` with the revision read for a take-over or a renewal, `kv.delete`
+ * with the expected revision for a release), so the server itself decides which of two hosts wins.
+ * nats-server 2.9 has no per-key TTL: the expiry is the timestamp in the record, compared with
+ * the reader's Effect `Clock` (see the runtime's `SessionOwnership` for what that asks of clocks).
+ * A release leaves the key's delete marker (the bucket keeps one revision per key).
+ *
+ * @since 0.1.0
+ */
+import { HarnessError } from "@jitbox/core"
+import { SessionOwnership, type TransportError } from "@jitbox/runtime"
+import { type KV, Kvm } from "@nats-io/kv"
+import type { NatsConnection } from "@nats-io/transport-node"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import { detail, isConflict } from "./internal/kvErrors.js"
+import * as NatsTransport from "./NatsTransport.js"
+
+/** @since 0.1.0 @category models */
+export interface KvSessionOwnershipOptions extends SessionOwnership.OwnershipOptions {
+  /** The deployment's namespace: the bucket is `jitbox-owners-<namespace>` unless `bucket` is given. */
+  readonly namespace?: string | undefined
+  /** The bucket (letters, digits, `_` and `-`); one of `bucket` and `namespace` is required. */
+  readonly bucket?: string | undefined
+  /** Replicas of the bucket's stream in a cluster, when this creates it (default 1). */
+  readonly replicas?: number | undefined
+}
+
+/** The default bucket of a namespace. @since 0.1.0 @category constructors */
+export const bucketOf = (namespace: string): string => `jitbox-owners-${namespace}`
+
+/** A claim record is a few dozen bytes; a larger value is not one. */
+const maxRecordBytes = 4_096
+
+const decoder = new TextDecoder()
+
+/**
+ * The service over an open bucket. Throws `ConfigError` for a bad `ttlMs`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fromBucket = (kv: KV, options: SessionOwnership.OwnershipOptions = {}): SessionOwnership.SessionOwnershipShape => {
+  const keyOf = (sessionId: string) => `session.${sessionId}`
+  const unavailable = (sessionId: string, what: string) => (error: unknown) =>
+    new SessionOwnership.OwnershipError({ reason: "Unavailable", sessionId, detail: `${what}: ${detail(error)}` })
+  return SessionOwnership.fromRecords({
+    get: (sessionId) =>
+      Effect.flatMap(
+        Effect.tryPromise({ try: () => kv.get(keyOf(sessionId)), catch: unavailable(sessionId, "cannot read the claim") }),
+        (entry) => {
+          if (entry === null || entry.operation !== "PUT") return Effect.succeed(undefined)
+          if (entry.value.length > maxRecordBytes) {
+            return Effect.fail(
+              new SessionOwnership.OwnershipError({ reason: "Invalid", sessionId, detail: `the claim record is ${entry.value.length} bytes, no claim record` })
+            )
+          }
+          const text = decoder.decode(entry.value)
+          let value: unknown = text
+          try {
+            value = JSON.parse(text)
+          } catch {
+            // Left as text: the record's schema refuses it.
+          }
+          return Effect.succeed({ value, revision: entry.revision })
+        }
+      ),
+    put: (sessionId, value, expected) =>
+      Effect.tryPromise({
+        try: () => {
+          const data = JSON.stringify(value)
+          const written = expected === 0 ? kv.create(keyOf(sessionId), data) : kv.update(keyOf(sessionId), data, expected)
+          return written.then((revision): number | undefined => revision, (error: unknown) => isConflict(error) ? undefined : Promise.reject(error))
+        },
+        catch: unavailable(sessionId, "cannot write the claim")
+      }),
+    remove: (sessionId, expected) =>
+      Effect.tryPromise({
+        try: () =>
+          kv.delete(keyOf(sessionId), { previousSeq: expected }).then(() => true, (error: unknown) => isConflict(error) ? false : Promise.reject(error)),
+        catch: unavailable(sessionId, "cannot delete the claim")
+      })
+  }, options)
+}
+
+/**
+ * Opens (or creates) the bucket on an open connection.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fromConnection = (
+  nc: NatsConnection,
+  options: KvSessionOwnershipOptions
+): Effect.Effect<SessionOwnership.SessionOwnershipShape, SessionOwnership.OwnershipError | HarnessError.ConfigError> =>
+  Effect.gen(function*() {
+    const bucket = options.bucket ?? (options.namespace === undefined ? undefined : bucketOf(options.namespace))
+    if (bucket === undefined) {
+      return yield* Effect.fail(new HarnessError.ConfigError({ option: "bucket", detail: "a KV session ownership needs a bucket or a namespace" }))
+    }
+    const kv = yield* Effect.tryPromise({
+      try: () => new Kvm(nc).create(bucket, { history: 1, replicas: options.replicas ?? 1 }),
+      catch: (error) =>
+        new SessionOwnership.OwnershipError({ reason: "Unavailable", sessionId: "", detail: `cannot open the KV bucket '${bucket}': ${detail(error)}` })
+    })
+    return yield* Effect.try({ try: () => fromBucket(kv, options), catch: (error) => error as HarnessError.ConfigError })
+  })
+
+/** @since 0.1.0 @category models */
+export interface KvSessionOwnershipConnectionOptions extends KvSessionOwnershipOptions {
+  readonly connection: NatsTransport.NatsTransportOptions
+}
+
+/**
+ * The service over a connection of its own, closed with the scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  options: KvSessionOwnershipConnectionOptions
+): Effect.Effect<
+  SessionOwnership.SessionOwnershipShape,
+  SessionOwnership.OwnershipError | HarnessError.ConfigError | TransportError.TransportError,
+  Scope.Scope
+> => Effect.flatMap(NatsTransport.connection(options.connection), (nc) => fromConnection(nc, options))
+
+/** @since 0.1.0 @category layers */
+export const layer = (
+  options: KvSessionOwnershipConnectionOptions
+): Layer.Layer<SessionOwnership.SessionOwnership, SessionOwnership.OwnershipError | HarnessError.ConfigError | TransportError.TransportError> =>
+  Layer.scoped(SessionOwnership.SessionOwnership, make(options))

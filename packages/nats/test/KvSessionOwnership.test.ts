@@ -1,0 +1,98 @@
+/**
+ * Session ownership in a JetStream KV bucket on a real nats-server (one for this file): the
+ * ownership suite (under the TestClock: expiry is the record's timestamp against the Effect
+ * clock), plus two connections (two hosts) racing for the same sessions, a record that does not
+ * decode, and the bucket's default name.
+ */
+import { NatsServer } from "@jitbox/testing"
+import { HarnessError } from "@jitbox/core"
+import { Ids } from "@jitbox/runtime"
+import { Kvm } from "@nats-io/kv"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import { afterAll, assert, beforeAll, it } from "@effect/vitest"
+import { sessionOwnershipConformance } from "../../runtime/test/SessionOwnershipConformance.js"
+import * as KvSessionOwnership from "../src/KvSessionOwnership.js"
+import * as NatsTransport from "../src/NatsTransport.js"
+
+let server: NatsServer.Handle | undefined
+beforeAll(async () => {
+  server = await NatsServer.start()
+})
+afterAll(() => server?.close())
+
+const connection = () => ({ servers: server!.url, reconnectTimeWaitMs: 100 })
+let buckets = 0
+const nextBucket = () => `owners-test-${++buckets}`
+
+sessionOwnershipConformance("JetStream KV", (ttlMs) => KvSessionOwnership.layer({ bucket: nextBucket(), ttlMs, connection: connection() }))
+
+it.scoped("two hosts on their own connections race for twenty sessions: each session has exactly one owner, the loser is refused Held naming it", () =>
+  Effect.gen(function*() {
+    const bucket = nextBucket()
+    const hostA = yield* KvSessionOwnership.make({ bucket, connection: connection() })
+    const hostB = yield* KvSessionOwnership.make({ bucket, connection: connection() })
+    const sessions = Array.from({ length: 20 }, (_, index) => Ids.sessionId(`race-${index}`))
+    const results = yield* Effect.forEach(sessions, (sid) =>
+      Effect.all([Effect.either(hostA.claim(sid, "host-a")), Effect.either(hostB.claim(sid, "host-b"))], { concurrency: 2 }), { concurrency: "unbounded" })
+    for (const [a, b] of results) {
+      assert.strictEqual([a, b].filter(Either.isRight).length, 1)
+      const winner = Either.isRight(a) ? a.right.ownerId : Either.isRight(b) ? b.right.ownerId : undefined
+      const loser = Either.isLeft(a) ? a.left : Either.isLeft(b) ? b.left : undefined
+      assert.strictEqual(loser?.reason, "Held")
+      assert.strictEqual(loser?.owner, winner)
+    }
+    // Each sees the other's claims.
+    for (const [index, sid] of sessions.entries()) {
+      const [a] = results[index]!
+      const expected = Either.isRight(a) ? "host-a" : "host-b"
+      assert.deepStrictEqual(Option.map(yield* hostB.holder(sid), (holder) => holder.ownerId), Option.some(expected))
+    }
+  }))
+
+it.scoped("a claim taken over through another connection makes the first host's renew fail Lost", () =>
+  Effect.gen(function*() {
+    const bucket = nextBucket()
+    const hostA = yield* KvSessionOwnership.make({ bucket, ttlMs: 1_000, connection: connection() })
+    const hostB = yield* KvSessionOwnership.make({ bucket, ttlMs: 1_000, connection: connection() })
+    const sid = Ids.sessionId("moved")
+    const claim = yield* hostA.claim(sid, "host-a")
+    yield* TestClock.adjust(1_000)
+    yield* hostB.claim(sid, "host-b")
+    const lost = yield* Effect.flip(claim.renew)
+    assert.strictEqual(lost.reason, "Lost")
+    assert.strictEqual(lost.owner, "host-b")
+  }))
+
+it.scoped("a record someone else wrote that does not decode is Invalid, and is not taken over", () =>
+  Effect.gen(function*() {
+    const bucket = nextBucket()
+    const ownership = yield* KvSessionOwnership.make({ bucket, connection: connection() })
+    const nc = yield* NatsTransport.connection(connection())
+    const kv = yield* Effect.promise(() => new Kvm(nc).open(bucket))
+    const cases = [["text", "not json"], ["v2", JSON.stringify({ v: 2, owner: "future", expiresAt: 0 })], ["big", "x".repeat(10_000)]] as const
+    for (const [name, value] of cases) {
+      const sid = Ids.sessionId(name)
+      yield* Effect.promise(() => kv.put(`session.${sid}`, value))
+      const error = yield* Effect.flip(ownership.claim(sid, "host-a"))
+      assert.strictEqual(error._tag, "OwnershipError")
+      assert.strictEqual(error.reason, "Invalid", name)
+      assert.strictEqual((yield* Effect.promise(() => kv.get(`session.${sid}`)))!.string(), value)
+    }
+  }))
+
+it.scoped("the bucket is jitbox-owners-<namespace>; without a bucket or a namespace the layer fails ConfigError", () =>
+  Effect.gen(function*() {
+    const ownership = yield* KvSessionOwnership.make({ namespace: "ownertest", connection: connection() })
+    const claim = yield* ownership.claim(Ids.sessionId("s1"), "host-a")
+    const nc = yield* NatsTransport.connection(connection())
+    const kv = yield* Effect.promise(() => new Kvm(nc).open("jitbox-owners-ownertest"))
+    assert.strictEqual((yield* Effect.promise(() => kv.get("session.s1")))!.json<{ owner: string }>().owner, "host-a")
+    yield* claim.release
+    assert.strictEqual((yield* Effect.promise(() => kv.get("session.s1")))!.operation, "DEL")
+    const error = yield* Effect.flip(KvSessionOwnership.make({ connection: connection() }))
+    assert.instanceOf(error, HarnessError.ConfigError)
+  }))
+

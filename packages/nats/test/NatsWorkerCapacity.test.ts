@@ -1,0 +1,16 @@
+/**
+ * Worker capacity reports and `coordinator.workers` on a real nats-server (one for this file): the
+ * suite the in-memory transport runs too.
+ */
+import { NatsServer } from "@jitbox/testing"
+import { afterAll, beforeAll } from "vitest"
+import { capacityConformance } from "../../runtime/test/CapacityConformance.js"
+import * as NatsTransport from "../src/NatsTransport.js"
+
+let server: NatsServer.Handle | undefined
+beforeAll(async () => {
+  server = await NatsServer.start()
+})
+afterAll(() => server?.close())
+
+capacityConformance("NatsTransport", () => NatsTransport.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))

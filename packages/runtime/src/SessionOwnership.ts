@@ -1,0 +1,281 @@
+/**
+ * Single activation: at most one host serves a session at a time. A host claims a session
+ * (`claim(sessionId, ownerId)`) before it activates it, renews the claim while the session stays
+ * active, and releases it when it passivates or forgets the session. A claim lapses `ttlMs`
+ * (default 30 s) after it was made or last renewed, so when its host dies another host can take
+ * the session over.
+ *
+ * Each session has one record, `{ v: 1, owner, expiresAt }`, written by compare-and-set on the
+ * record's revision: of hosts racing for a session exactly one wins, and a renewal or a release
+ * fails `Lost`, naming the new owner, once someone else has taken the session over. A live claim
+ * of another owner is refused `Held`, naming it. The expiry is a timestamp in the record (epoch
+ * milliseconds of the claimant's Effect `Clock`, so a test drives it with `TestClock`), compared
+ * with the reader's clock: `ttlMs` must be well above the clock skew between hosts. A record that
+ * does not decode is `Invalid` and is not taken over (it may be a newer format).
+ *
+ * `layerMemory` keeps the records in this process; `fromRecords` builds the service over any
+ * compare-and-set store, as `KvSessionOwnership` in `@jitbox/nats` does over a JetStream KV bucket.
+ *
+ * @since 0.1.0
+ */
+import { HarnessError } from "@jitbox/core"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type * as Ids from "./Ids.js"
+
+/**
+ * A claim refused or lost. `Held`: another owner's live claim (`owner`, `expiresAt`). `Lost`:
+ * the claim was taken over (`owner` is who holds the session now, if anyone) or released.
+ * `Invalid`: a bad owner id, or a stored record that does not decode. `Unavailable`: the store
+ * failed (`sessionId` is empty when it failed to open).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class OwnershipError extends Schema.TaggedError<OwnershipError>()("OwnershipError", {
+  reason: Schema.Literal("Held", "Lost", "Invalid", "Unavailable"),
+  sessionId: Schema.String,
+  owner: Schema.optional(Schema.String),
+  expiresAt: Schema.optional(Schema.Number),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return this.sessionId === "" ? this.detail : `session ${this.sessionId}: ${this.detail}`
+  }
+}
+
+/** @since 0.1.0 @category schemas */
+export const OwnerId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
+
+/** What the store keeps per session. @since 0.1.0 @category schemas */
+export const ClaimRecord = Schema.Struct({
+  v: Schema.Literal(1),
+  owner: OwnerId,
+  /** Epoch milliseconds: the claim is live while the reader's clock is before it. */
+  expiresAt: Schema.Number.pipe(Schema.finite())
+})
+
+/** A live claim: who holds a session, and until when. @since 0.1.0 @category models */
+export interface Holder {
+  readonly ownerId: string
+  readonly expiresAt: number
+}
+
+/** @since 0.1.0 @category models */
+export interface Claim {
+  readonly sessionId: Ids.SessionId
+  readonly ownerId: string
+  /** When the claim lapses unless renewed (epoch milliseconds). */
+  readonly expiresAt: () => number
+  /** Extends the claim to `ttlMs` from now; `Lost` when someone else took the session over, or it was released. */
+  readonly renew: Effect.Effect<void, OwnershipError>
+  /** Gives the session up; nothing the second time; `Lost` when someone else had taken it over. */
+  readonly release: Effect.Effect<void, OwnershipError>
+}
+
+/** @since 0.1.0 @category models */
+export interface SessionOwnershipShape {
+  /** How long a claim lives unless renewed. */
+  readonly ttlMs: number
+  /** Claims the session for `ownerId`: free, expired, or already this owner's (a restarted host); `Held` otherwise. */
+  readonly claim: (sessionId: Ids.SessionId, ownerId: string) => Effect.Effect<Claim, OwnershipError>
+  /** The live claim on the session, if any. */
+  readonly holder: (sessionId: Ids.SessionId) => Effect.Effect<Option.Option<Holder>, OwnershipError>
+}
+
+/** @since 0.1.0 @category tags */
+export class SessionOwnership extends Context.Tag("@jitbox/runtime/SessionOwnership")<SessionOwnership, SessionOwnershipShape>() {}
+
+/** @since 0.1.0 @category models */
+export interface OwnershipOptions {
+  /** How long a claim lives unless renewed (default 30 000 ms). */
+  readonly ttlMs?: number | undefined
+}
+
+/** @since 0.1.0 @category constants */
+export const defaultTtlMs = 30_000
+
+/**
+ * A compare-and-set store of one record per session: what `fromRecords` needs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ClaimRecords {
+  /** The record and its revision; `undefined` when there is none. */
+  readonly get: (sessionId: Ids.SessionId) => Effect.Effect<{ readonly value: unknown; readonly revision: number } | undefined, OwnershipError>
+  /** Writes if the record is at revision `expected` (0: there is none) and answers the new revision; `undefined` when it is not. */
+  readonly put: (sessionId: Ids.SessionId, value: unknown, expected: number) => Effect.Effect<number | undefined, OwnershipError>
+  /** Deletes if the record is at revision `expected`; `false` when it is not. */
+  readonly remove: (sessionId: Ids.SessionId, expected: number) => Effect.Effect<boolean, OwnershipError>
+}
+
+/** Rounds of read and compare-and-set a claim tries before it gives up `Unavailable`. */
+const maxAttempts = 5
+
+const decodeRecord = Schema.decodeUnknownEither(ClaimRecord)
+const encodeRecord = Schema.encodeSync(ClaimRecord)
+const decodeOwner = Schema.decodeUnknownEither(OwnerId)
+
+const firstIssue = (error: ParseResult.ParseError): string => {
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+  const text = issue === undefined ? error.message : `${issue.path.join(".") || "(root)"}: ${issue.message}`
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text
+}
+
+const checkTtl = (options: OwnershipOptions): number => {
+  const ttlMs = options.ttlMs ?? defaultTtlMs
+  if (!Number.isSafeInteger(ttlMs) || ttlMs < 1) {
+    throw new HarnessError.ConfigError({ option: "ttlMs", detail: `a claim's lifetime is a positive integer of milliseconds, got ${String(options.ttlMs)}` })
+  }
+  return ttlMs
+}
+
+const until = (expiresAt: number): string => Number.isFinite(expiresAt) && Math.abs(expiresAt) < 8.64e15 ? new Date(expiresAt).toISOString() : String(expiresAt)
+
+/**
+ * The service over a compare-and-set store. Throws `ConfigError` for a bad `ttlMs`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fromRecords = (records: ClaimRecords, options: OwnershipOptions = {}): SessionOwnershipShape => {
+  const ttlMs = checkTtl(options)
+
+  const read = (sessionId: Ids.SessionId) =>
+    Effect.flatMap(records.get(sessionId), (entry) => {
+      if (entry === undefined) return Effect.succeed(undefined)
+      const decoded = decodeRecord(entry.value)
+      return Either.isLeft(decoded)
+        ? Effect.fail(new OwnershipError({ reason: "Invalid", sessionId, detail: `the claim record does not decode: ${firstIssue(decoded.left)}` }))
+        : Effect.succeed({ record: decoded.right, revision: entry.revision })
+    })
+
+  /** Why a claim was lost, naming whoever holds the session now. */
+  const lost = (sessionId: Ids.SessionId, what: string) =>
+    Effect.flatMap(Effect.either(read(sessionId)), (current) => {
+      const owner = Either.isRight(current) ? current.right?.record.owner : undefined
+      return Effect.fail(
+        new OwnershipError({
+          reason: "Lost",
+          sessionId,
+          ...(owner === undefined ? {} : { owner }),
+          detail: owner === undefined ? `${what}: the claim is gone` : `${what}: the session was taken over by ${owner}`
+        })
+      )
+    })
+
+  const makeClaim = (sessionId: Ids.SessionId, ownerId: string, firstRevision: number, firstExpiry: number) =>
+    Effect.map(Effect.makeSemaphore(1), (lock): Claim => {
+      let revision = firstRevision
+      let expiresAt = firstExpiry
+      let released = false
+      return {
+        sessionId,
+        ownerId,
+        expiresAt: () => expiresAt,
+        renew: lock.withPermits(1)(Effect.gen(function*() {
+          if (released) return yield* Effect.fail(new OwnershipError({ reason: "Lost", sessionId, detail: "cannot renew: the claim was released" }))
+          const next = (yield* Clock.currentTimeMillis) + ttlMs
+          const written = yield* records.put(sessionId, encodeRecord({ v: 1, owner: ownerId, expiresAt: next }), revision)
+          if (written === undefined) {
+            released = true
+            return yield* lost(sessionId, `${ownerId} cannot renew`)
+          }
+          revision = written
+          expiresAt = next
+        })),
+        release: lock.withPermits(1)(Effect.gen(function*() {
+          if (released) return
+          const removed = yield* records.remove(sessionId, revision)
+          released = true
+          if (!removed) return yield* lost(sessionId, `${ownerId} cannot release`)
+        }))
+      }
+    })
+
+  const claim = (sessionId: Ids.SessionId, ownerId: string) =>
+    Effect.gen(function*() {
+      const owner = decodeOwner(ownerId)
+      if (Either.isLeft(owner)) {
+        return yield* Effect.fail(new OwnershipError({ reason: "Invalid", sessionId, detail: `bad owner id: ${firstIssue(owner.left)}` }))
+      }
+      for (let attempt = 0; attempt < maxAttempts; attempt++) {
+        const now = yield* Clock.currentTimeMillis
+        const current = yield* read(sessionId)
+        if (current !== undefined && current.record.owner !== ownerId && current.record.expiresAt > now) {
+          return yield* Effect.fail(
+            new OwnershipError({
+              reason: "Held",
+              sessionId,
+              owner: current.record.owner,
+              expiresAt: current.record.expiresAt,
+              detail: `held by ${current.record.owner} until ${until(current.record.expiresAt)}`
+            })
+          )
+        }
+        const expiresAt = now + ttlMs
+        const revision = yield* records.put(sessionId, encodeRecord({ v: 1, owner: ownerId, expiresAt }), current?.revision ?? 0)
+        if (revision !== undefined) return yield* makeClaim(sessionId, ownerId, revision, expiresAt)
+      }
+      return yield* Effect.fail(
+        new OwnershipError({ reason: "Unavailable", sessionId, detail: `${maxAttempts} attempts to claim it lost the race to other writers` })
+      )
+    })
+
+  const holder = (sessionId: Ids.SessionId) =>
+    Effect.flatMap(read(sessionId), (current) =>
+      Effect.map(Clock.currentTimeMillis, (now) =>
+        current === undefined || current.record.expiresAt <= now
+          ? Option.none()
+          : Option.some({ ownerId: current.record.owner, expiresAt: current.record.expiresAt })))
+
+  return { ttlMs, claim, holder }
+}
+
+/**
+ * Claim records in this process. Throws `ConfigError` for a bad `ttlMs`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory = (options: OwnershipOptions = {}): SessionOwnershipShape => {
+  const entries = new Map<string, { readonly json: string; readonly revision: number }>()
+  let sequence = 0
+  const revisionOf = (sessionId: Ids.SessionId) => entries.get(sessionId)?.revision ?? 0
+  return fromRecords({
+    get: (sessionId) =>
+      Effect.sync(() => {
+        const entry = entries.get(sessionId)
+        return entry === undefined ? undefined : { value: JSON.parse(entry.json), revision: entry.revision }
+      }),
+    put: (sessionId, value, expected) =>
+      Effect.sync(() => {
+        if (revisionOf(sessionId) !== expected) return undefined
+        const revision = ++sequence
+        entries.set(sessionId, { json: JSON.stringify(value), revision })
+        return revision
+      }),
+    remove: (sessionId, expected) =>
+      Effect.sync(() => {
+        if (revisionOf(sessionId) !== expected) return false
+        entries.delete(sessionId)
+        return true
+      })
+  }, options)
+}
+
+/**
+ * Ownership within this process: every `Sessions` host built with one instance of the layer shares it.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory = (options: OwnershipOptions = {}): Layer.Layer<SessionOwnership, HarnessError.ConfigError> =>
+  Layer.effect(SessionOwnership, Effect.try({ try: () => makeMemory(options), catch: (error) => error as HarnessError.ConfigError }))

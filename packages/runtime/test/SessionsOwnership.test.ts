@@ -1,0 +1,55 @@
+/**
+ * Single activation: two hosts share a store and a `SessionOwnership`; a session active in one
+ * cannot be activated in the other (OwnershipError Held, naming the holder) until the first gives
+ * it up, and then the second takes it over from the store with its tools.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Ids from "../src/Ids.js"
+import * as MemoryTransport from "../src/MemoryTransport.js"
+import * as Sessions from "../src/Sessions.js"
+import * as SessionOwnership from "../src/SessionOwnership.js"
+import * as SnapshotStore from "../src/SnapshotStore.js"
+import * as Subject from "../src/Subject.js"
+import { add, twiceSource } from "../../core/test/fixtures.js"
+
+const prefix = Subject.prefix(Ids.namespace("owners"))
+
+describe("Sessions with SessionOwnership", () => {
+  it.live("a session is active in one host at a time; the other takes it over once it is given up", () =>
+    Effect.gen(function*() {
+      const store = SnapshotStore.makeMemory()
+      const ownership = SessionOwnership.makeMemory({ ttlMs: 30_000 })
+      // Each host on its own transport (two processes, say), sharing the store and the claims.
+      const host = (ownerId: string) =>
+        Effect.flatMap(
+          Layer.build(Layer.mergeAll(
+            MemoryTransport.layer(),
+            Layer.succeed(SnapshotStore.SnapshotStore, store),
+            Layer.succeed(SessionOwnership.SessionOwnership, ownership)
+          )),
+          (context) => Sessions.make({ prefix, ownerId, harness: { tools: [add] }, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
+        )
+      const a = yield* host("host-a")
+      const b = yield* host("host-b")
+      yield* Effect.promise(() => a.get("s1").createTool({ entrypoint: "twice", source: twiceSource }))
+      assert.strictEqual(holderOf(yield* ownership.holder(Ids.sessionId("s1"))), "host-a")
+
+      const refused = yield* Effect.promise(() => b.get("s1").ready.then(() => undefined, (error: unknown) => error))
+      assert.strictEqual((refused as { _tag?: string })._tag, "OwnershipError", String(refused))
+      assert.strictEqual((refused as { reason?: string }).reason, "Held")
+      assert.include((refused as Error).message, "host-a")
+      assert.deepStrictEqual(b.active(), [])
+
+      yield* Effect.promise(() => a.forget("s1"))
+      assert.strictEqual(holderOf(yield* ownership.holder(Ids.sessionId("s1"))), undefined)
+      assert.strictEqual(yield* Effect.promise(() => b.get("s1").callTool("twice", { value: 21 })), 42)
+      assert.strictEqual(holderOf(yield* ownership.holder(Ids.sessionId("s1"))), "host-b")
+      const again = yield* Effect.promise(() => a.get("s1").ready.then(() => undefined, (error: unknown) => error))
+      assert.strictEqual((again as { reason?: string }).reason, "Held")
+    }).pipe(Effect.scoped), 30_000)
+})
+
+const holderOf = (holder: { _tag: "Some"; value: { ownerId: string } } | { _tag: "None" }): string | undefined =>
+  holder._tag === "Some" ? holder.value.ownerId : undefined
