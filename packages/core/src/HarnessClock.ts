@@ -8,8 +8,9 @@
  *
  * @since 0.1.0
  */
-import type * as Clock from "effect/Clock"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -44,20 +45,26 @@ export const system: HarnessClockShape = {
   }
 }
 
+/** The clock of Effect's default services: what `Effect.clock` gives unless another one is provided. */
+const liveClock = Context.get(DefaultServices.liveServices, Clock.Clock)
+
 /**
  * A clock driven by Effect: `clock` for the time, the runtime's scheduler for the timers
- * (`TestClock` under `@effect/vitest`).
+ * (`TestClock` under `@effect/vitest`). Effect's own live clock is the wall clock and Node's
+ * timers, so for it this is `system`: a deadline then costs one timer, not two fibers per call.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const fromEffect = <R>(clock: Clock.Clock, runtime: Runtime.Runtime<R>): HarnessClockShape => {
+  if (clock === liveClock) return system
   const run = Runtime.runFork(runtime)
   return {
     now: () => clock.unsafeCurrentTimeMillis(),
     schedule: (ms, callback) => {
-      // interruptible even when the runtime was captured inside an uninterruptible region
-      const fiber = run(Effect.interruptible(Effect.sleep(ms)).pipe(Effect.andThen(Effect.sync(callback))))
+      // interruptible even when the runtime was captured in an uninterruptible region (a scoped
+      // resource's acquisition): else cancelling would wait for the sleep, and the callback would run
+      const fiber = run(Effect.interruptible(Effect.sleep(ms).pipe(Effect.andThen(Effect.sync(callback)))))
       return () => {
         run(Fiber.interrupt(fiber))
       }

@@ -205,6 +205,8 @@ const connectionOptions = async (options: NatsTransportOptions): Promise<NodeCon
     timeout: options.connectTimeoutMs ?? 10_000,
     reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000,
     maxReconnectAttempts: options.maxReconnectAttempts ?? -1,
+    // Otherwise every request builds three Error objects for stack traces that toTransportError drops.
+    noAsyncTraces: true,
     ...(options.name === undefined ? {} : { name: options.name }),
     ...(options.user === undefined ? {} : { user: options.user, pass: options.password ?? "" }),
     ...(options.inboxPrefix === undefined ? {} : { inboxPrefix: options.inboxPrefix })

@@ -91,6 +91,9 @@ interface Registered {
 interface Watched {
   lastHeard: number
   readonly lost: AbortController
+  readonly toolName: string
+  readonly callId: string
+  readonly subject: Subject.Subject
 }
 
 interface SessionEntry {
@@ -223,6 +226,40 @@ export const make = (
       }
     }
 
+    // One watchdog for every invocation in flight (not a timer per call): a call not heard of
+    // for `heartbeatMisses` intervals fails `WorkerLost`. It holds the process open only while
+    // calls are in flight.
+    const inflight = new Set<Watched>()
+    const lostAfterMs = heartbeatMs * heartbeatMisses
+    const watchdog = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const timer = setInterval(() => {
+          const now = Date.now()
+          for (const watched of inflight) {
+            if (now - watched.lastHeard <= lostAfterMs || watched.lost.signal.aborted) continue
+            watched.lost.abort(
+              new TransportError({
+                reason: "WorkerLost",
+                subject: watched.subject,
+                detail: `no heartbeat for '${watched.toolName}' (call ${watched.callId}) in ${lostAfterMs} ms: the worker died or lost its connection`
+              })
+            )
+          }
+        }, heartbeatMs)
+        timer.unref()
+        return timer
+      }),
+      (timer) => Effect.sync(() => clearInterval(timer))
+    )
+    const watch = (watched: Watched) => {
+      inflight.add(watched)
+      if (inflight.size === 1) watchdog.ref()
+    }
+    const unwatch = (watched: Watched) => {
+      inflight.delete(watched)
+      if (inflight.size === 0) watchdog.unref()
+    }
+
     /**
      * Sends until an answer other than `Busy` comes or `deadline` passes. The last wait lasts
      * `graceMs` past the deadline: the harness's own timer (the signal) and the worker's answer
@@ -337,21 +374,18 @@ export const make = (
       signal?.addEventListener("abort", onAbort, { once: true })
       const entry = sessions.get(registered.sessionId)
       const lost = new AbortController()
-      const watched: Watched = { lastHeard: Date.now(), lost }
+      const watched: Watched = { lastHeard: Date.now(), lost, toolName: invocation.toolName, callId: context.callId, subject }
       entry?.watched.set(context.callId, watched)
       const onCallerAbort = () => lost.abort(signal?.reason)
       if (signal?.aborted === true) lost.abort(signal.reason)
       signal?.addEventListener("abort", onCallerAbort, { once: true })
-      const watchdog = setInterval(() => {
-        if (Date.now() - watched.lastHeard <= heartbeatMs * heartbeatMisses) return
-        lost.abort(
-          new TransportError({
-            reason: "WorkerLost",
-            subject,
-            detail: `no heartbeat for '${invocation.toolName}' (call ${context.callId}) in ${heartbeatMs * heartbeatMisses} ms: the worker died or lost its connection`
-          })
-        )
-      }, heartbeatMs)
+      // a worker that went silent may still be alive (cut off from the session): tell it to stop
+      const onLost = () => {
+        const reason: unknown = lost.signal.reason
+        if (reason instanceof TransportError && reason.reason === "WorkerLost") onAbort()
+      }
+      lost.signal.addEventListener("abort", onLost, { once: true })
+      watch(watched)
       try {
         return await request(
           subject,
@@ -362,10 +396,11 @@ export const make = (
           watched
         )
       } finally {
-        clearInterval(watchdog)
+        unwatch(watched)
         if (entry?.watched.get(context.callId) === watched) entry.watched.delete(context.callId)
         signal?.removeEventListener("abort", onCallerAbort)
         signal?.removeEventListener("abort", onAbort)
+        lost.signal.removeEventListener("abort", onLost)
       }
     }
 

@@ -7,12 +7,13 @@
  *     {"v":1,"kind":"profile_record","record":{"call_id":"…","tool_name":"add",…,"session_id":"s1","parent_call_id":null,"depth":0}}
  *
  * Publishing never blocks dispatch: the core's sinks are called synchronously on the dispatch
- * path, so they only append to a bounded queue, and a fiber scoped to the layer drains it to the
- * `Transport`. When the queue is full the message is dropped and counted per session; the loss is
- * published in-band as a `jit_events_dropped` event (with the count) on that session's events
- * subject before its next event, or by the drain once the queue has room. A publish the transport
- * refuses (closed, reconnecting) counts as a loss the same way. A record or event whose session id
- * cannot be a subject token is not published.
+ * path, so they only append to a bounded queue, which is drained to the `Transport` once per turn
+ * of the event loop (what one turn queued leaves together) until the layer's scope closes. When
+ * the queue is full the message is dropped and counted per session; the loss is published in-band
+ * as a `jit_events_dropped` event (with the count) on that session's events subject before its
+ * next event, or by the drain once the queue has room. A publish the transport refuses (closed,
+ * reconnecting) counts as a loss the same way. A record or event whose session id cannot be a
+ * subject token is not published.
  *
  * @since 0.1.0
  */
@@ -64,7 +65,7 @@ const droppedName = Ids.token("jit_events_dropped")
 const eventMessage = (event: JitToolEvent.JitToolEvent): string => Envelope.encode("event", { event })
 
 /**
- * Builds the publisher; its drain fiber lives until the scope closes.
+ * Builds the publisher; it drains until the scope closes.
  *
  * @since 0.1.0
  * @category constructors
@@ -81,12 +82,13 @@ export const make = (
     const prefix = options.prefix
     let queue: Array<Pending> = []
     const dropped = new Map<Ids.SessionId, number>()
-    let wake: (() => void) | undefined
+    let immediate: ReturnType<typeof setImmediate> | undefined
+    /** Set while a refused loss notice waits to be retried. */
+    let retry: ReturnType<typeof setTimeout> | undefined
+    let closed = false
 
     const signal = () => {
-      const resume = wake
-      wake = undefined
-      resume?.()
+      if (immediate === undefined && retry === undefined && !closed) immediate = setImmediate(run)
     }
 
     const countLoss = (session: Ids.SessionId, count: number) => dropped.set(session, (dropped.get(session) ?? 0) + count)
@@ -135,22 +137,23 @@ export const make = (
       }
     }
 
-    const waitForWork = Effect.async<void>((resume) => {
-      if (queue.length > 0 || dropped.size > 0) return resume(Effect.void)
-      wake = () => resume(Effect.void)
-      return Effect.sync(() => {
-        wake = undefined
-      })
-    })
+    // Drained once per turn of the event loop, with plain timers: an Effect fiber woken per call
+    // costs more than the publishing itself.
+    const run = () => {
+      immediate = undefined
+      retry = undefined
+      drain()
+      // A notice the transport refused is retried a little later, not in a tight loop.
+      if (dropped.size > 0 && !closed) retry = setTimeout(run, defaults.retryMs)
+    }
 
-    yield* Effect.gen(function*() {
-      while (true) {
-        yield* waitForWork
-        drain()
-        // A notice the transport refused is retried a little later, not in a tight loop.
-        if (dropped.size > 0) yield* Effect.sleep(defaults.retryMs)
-      }
-    }).pipe(Effect.forkScoped)
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true
+        if (immediate !== undefined) clearImmediate(immediate)
+        if (retry !== undefined) clearTimeout(retry)
+      })
+    )
 
     return {
       events: {
