@@ -62,8 +62,9 @@ export const fromEffect = <R>(clock: Clock.Clock, runtime: Runtime.Runtime<R>): 
   return {
     now: () => clock.unsafeCurrentTimeMillis(),
     schedule: (ms, callback) => {
-      // interruptible even when the runtime was captured inside an uninterruptible region
-      const fiber = run(Effect.interruptible(Effect.sleep(ms)).pipe(Effect.andThen(Effect.sync(callback))))
+      // interruptible even when the runtime was captured in an uninterruptible region (a scoped
+      // resource's acquisition): else cancelling would wait for the sleep, and the callback would run
+      const fiber = run(Effect.interruptible(Effect.sleep(ms).pipe(Effect.andThen(Effect.sync(callback)))))
       return () => {
         run(Fiber.interrupt(fiber))
       }

@@ -379,6 +379,12 @@ export const make = (
       const onCallerAbort = () => lost.abort(signal?.reason)
       if (signal?.aborted === true) lost.abort(signal.reason)
       signal?.addEventListener("abort", onCallerAbort, { once: true })
+      // a worker that went silent may still be alive (cut off from the session): tell it to stop
+      const onLost = () => {
+        const reason: unknown = lost.signal.reason
+        if (reason instanceof TransportError && reason.reason === "WorkerLost") onAbort()
+      }
+      lost.signal.addEventListener("abort", onLost, { once: true })
       watch(watched)
       try {
         return await request(
@@ -394,6 +400,7 @@ export const make = (
         if (entry?.watched.get(context.callId) === watched) entry.watched.delete(context.callId)
         signal?.removeEventListener("abort", onCallerAbort)
         signal?.removeEventListener("abort", onAbort)
+        lost.signal.removeEventListener("abort", onLost)
       }
     }
 
