@@ -87,7 +87,10 @@ export const make = (
     const wantsSlots = () => consent && slots.waiting() > 0 && lease.slots < most && now() - growRefusedAt >= retryMs
     const wantsShrink = () => slots.waiting() === 0 && lease.slots > slots.running() && now() - lastUsed >= retryMs
 
-    const slots = Slots.make(() => lease.slots, () => Queue.unsafeOffer(wake, undefined))
+    // a call waiting for a slot wakes the renewer only when the lease could hold more slots
+    const slots = Slots.make(() => lease.slots, () => {
+      if (lease.slots < most) Queue.unsafeOffer(wake, undefined)
+    })
     const acquire = (signal: AbortSignal | undefined): Promise<Admission.Release> =>
       slots.acquire(signal).then((release) => {
         lastUsed = now()
@@ -200,6 +203,8 @@ export const make = (
           ? "the session was admitted without deploymentConsent (JT-CFG-05): no model-written code runs"
           : expired()
           ? `the lease '${lease.id}' of session '${sessionId}' expired`
+          : !upstreamSpent && left() <= 0
+          ? `the ${lease.invocations} invocations granted so far to the lease of session '${sessionId}' are spent; more are being asked for`
           : undefined,
       acquire,
       timeoutSeconds: (duration) => duration === "long" ? policy.invocationTimeoutSeconds : policy.shortInvocationTimeoutSeconds,

@@ -9,6 +9,7 @@ import { SandboxError } from "@jitbox/sandbox"
 import { assert, describe, it } from "@effect/vitest"
 import * as Envelope from "../src/Envelope.js"
 import * as SessionProtocol from "../src/SessionProtocol.js"
+import { OwnershipError } from "../src/SessionOwnership.js"
 import { isTransportError, TransportError } from "../src/TransportError.js"
 import * as WireError from "../src/WireError.js"
 
@@ -39,11 +40,12 @@ const everyError: ReadonlyArray<WireError.WireError> = [
   new HarnessError.ToolFailure({ toolName: "t", errorType: "ValueError", detail: "bad value", cause: undefined }),
   new JitHarnessSnapshot.SnapshotError({ reason: "Activation", detail: "does not compile" }),
   new SandboxError.SandboxError({ reason: "ChildExited", toolName: "t", detail: "the child exited" }),
-  new TransportError({ reason: "Busy", subject, detail: "64 requests run" })
+  new TransportError({ reason: "Busy", subject, detail: "64 requests run" }),
+  new OwnershipError({ reason: "Held", sessionId: "s1", detail: "host-a holds it" })
 ]
 
 describe("wire errors", () => {
-  it("the union holds every harness error, ToolFailure, SnapshotError, SandboxError and TransportError", () => {
+  it("the union holds every harness error, ToolFailure, SnapshotError, SandboxError, TransportError and OwnershipError", () => {
     assert.deepStrictEqual(
       WireError.WireError.members.map((member) => member._tag).sort(),
       everyError.map((error) => error._tag).sort()
