@@ -44,3 +44,17 @@ export const measure = async (
   const round = (ns: number) => Math.round(Math.max(0, ns) / 10) / 100
   return { median_us: round(percentile(samples, 0.5)), p99_us: round(percentile(samples, 0.99)), iterations: options.iterations }
 }
+
+/** The `q` quantile of samples, interpolated between the two nearest; NaN for none. */
+export const quantile = (samples: ReadonlyArray<number>, q: number): number => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  if (sorted.length === 0) return NaN
+  const at = (sorted.length - 1) * q
+  const lo = Math.floor(at)
+  const hi = Math.ceil(at)
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (at - lo)
+}
+
+export const median = (samples: ReadonlyArray<number>): number => quantile(samples, 0.5)
+
+export const round = (x: number, digits = 1): number => Math.round(x * 10 ** digits) / 10 ** digits

@@ -67,6 +67,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Worker as Thread } from "node:worker_threads"
 import type { PoolSpec } from "./remoteWorker.js"
+import { median, quantile, round } from "./measure.js"
 
 const quick = process.argv.includes("--quick")
 const env = (name: string, full: number, short: number) => Number(process.env[name] ?? (quick ? short : full))
@@ -225,16 +226,6 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 // ---------------------------------------------------------------------------------------------
 // statistics
 
-const quantile = (samples: ReadonlyArray<number>, q: number): number => {
-  const sorted = [...samples].sort((a, b) => a - b)
-  if (sorted.length === 0) return NaN
-  const at = (sorted.length - 1) * q
-  const lo = Math.floor(at)
-  const hi = Math.ceil(at)
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (at - lo)
-}
-const median = (samples: ReadonlyArray<number>) => quantile(samples, 0.5)
-const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits
 const sum = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0)
 
 interface Latency {

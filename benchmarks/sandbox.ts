@@ -52,6 +52,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { launch, type Mount, type WorkDir } from "../packages/sandbox/src/internal/spawn.js"
 import { Isolation, SandboxConfig, SandboxRunner } from "../packages/sandbox/src/index.js"
+import { median, quantile, round } from "./measure.js"
 
 type Language = CodeRunner.CodeSource["language"]
 
@@ -309,16 +310,6 @@ const echoSource = (language: Language): CodeRunner.CodeSource => {
 // ---------------------------------------------------------------------------------------------
 // statistics
 
-const quantile = (samples: ReadonlyArray<number>, q: number): number => {
-  const sorted = [...samples].sort((a, b) => a - b)
-  if (sorted.length === 0) return NaN
-  const at = (sorted.length - 1) * q
-  const lo = Math.floor(at)
-  const hi = Math.ceil(at)
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (at - lo)
-}
-const median = (samples: ReadonlyArray<number>) => quantile(samples, 0.5)
-const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits
 
 const time = async (f: () => Promise<unknown>): Promise<number> => {
   const start = performance.now()

@@ -6,13 +6,11 @@
  */
 import { tool } from "@jitbox/core"
 import { assert, describe, it } from "@effect/vitest"
-import { Ids, RemoteCodeRunner, Sessions, SnapshotStore, Subject } from "@jitbox/runtime"
+import { Ids, Subject } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import { afterAll, beforeAll } from "vitest"
-import * as NatsTransport from "../src/NatsTransport.js"
+import { sessionsHere } from "./fixtures/sessionsHere.js"
 import { add, twiceSource } from "../../core/test/fixtures.js"
 import { alive, descendants, exited, waitUntil, workerProcess } from "./fixtures/processes.js"
 
@@ -43,10 +41,7 @@ describe("a worker in another process", () => {
       const namespace = `proc_${Math.random().toString(36).slice(2, 8)}`
       const prefix = Subject.prefix(Ids.namespace(namespace))
       const first = yield* worker(namespace)
-      const context = yield* Layer.build(Layer.merge(NatsTransport.layer({ servers: server!.url }), SnapshotStore.layerMemory()))
-      const runner = yield* Layer.build(RemoteCodeRunner.layer({ prefix })).pipe(Effect.provide(context))
-      const sessions = yield* Sessions.make({ prefix, harness: { tools: [add, note], codeExecution: "sandboxed" }, idleTimeout: "10 minutes" })
-        .pipe(Effect.provide(Context.merge(context, runner)))
+      const { sessions } = yield* sessionsHere({ server: server!.url, prefix, harness: { tools: [add, note], codeExecution: "sandboxed" } })
       const session = sessions.get("s1")
       yield* Effect.promise(() => session.createTool({ entrypoint: "twice", source: twiceSource }))
       assert.strictEqual(yield* Effect.promise(() => session.callTool("twice", { value: 21 })), 42)
@@ -74,10 +69,7 @@ describe("a worker in another process", () => {
       const namespace = `kill_${Math.random().toString(36).slice(2, 8)}`
       const prefix = Subject.prefix(Ids.namespace(namespace))
       const first = yield* worker(namespace)
-      const context = yield* Layer.build(Layer.merge(NatsTransport.layer({ servers: server!.url }), SnapshotStore.layerMemory()))
-      const runner = yield* Layer.build(RemoteCodeRunner.layer({ prefix })).pipe(Effect.provide(context))
-      const sessions = yield* Sessions.make({ prefix, harness: { tools: [add, note], codeExecution: "sandboxed" }, idleTimeout: "10 minutes" })
-        .pipe(Effect.provide(Context.merge(context, runner)))
+      const { sessions } = yield* sessionsHere({ server: server!.url, prefix, harness: { tools: [add, note], codeExecution: "sandboxed" } })
       const session = sessions.get("s1")
       yield* Effect.promise(() => session.createTool({ entrypoint: "slow", language: "javascript", source: slowJs }))
       const before = started.length
