@@ -69,8 +69,9 @@ export const make = (
 
     let lease = admitted.lease
     let revoked = false
-    // A lease holding the whole invocation budget has nothing more to ask for.
-    let upstreamSpent = lease.invocations >= policy.maximumInvocations
+    // A lease holding the whole invocation budget has nothing more to ask for; nor has one granted
+    // none with consent (the coordinator grants at least one while any is left).
+    let upstreamSpent = lease.invocations >= policy.maximumInvocations || (consent && lease.invocations === 0)
     let renewals = 0
     const spent = { invocations: 0, tools: 0, repairs: 0 }
     const lowWater = Math.max(1, Math.ceil(lease.invocations / 2))

@@ -209,6 +209,9 @@ export const coordinatorConformance = (
         const again = yield* admission(namespace, "s1", { policy: { maximumInvocations: 3, maximumConcurrentInvocations: 1 } })
         assert.strictEqual(again.leased.lease().invocations, 0)
         assert.isFalse(again.leased.trySpendInvocation())
+        // known spent from the admission itself, before any renewal: a call is refused BudgetExhausted, not "being asked for"
+        assert.strictEqual(again.leased.renewals(), 0)
+        assert.isUndefined(again.leased.refusal())
         yield* again.close
         yield* second.stop
       })))
