@@ -42,7 +42,8 @@ export const message = (thrown: unknown): string | null => {
 
 /**
  * How a failed call reads to the model: `<type>: <message>`, the type being the error's `_tag`,
- * else its `name`, else `typeof`; a value that cannot be formatted says so instead of throwing.
+ * else its `name`, else `typeof`; a value that cannot be formatted says so instead of throwing. A
+ * failure carried across a process boundary (`ToolFailure`) reads as it would where it was thrown.
  *
  * @since 0.1.0
  * @category rendering
@@ -51,8 +52,11 @@ export const forModel = (thrown: unknown): { readonly type: string; readonly tex
   let type: string
   let text: string
   try {
-    type = typeof thrown === "object" && thrown !== null && "_tag" in thrown && typeof thrown._tag === "string"
-      ? thrown._tag
+    const tagged = typeof thrown === "object" && thrown !== null ? thrown as { _tag?: unknown; errorType?: unknown } : undefined
+    type = tagged?._tag === "ToolFailure" && typeof tagged.errorType === "string"
+      ? tagged.errorType
+      : typeof tagged?._tag === "string"
+      ? tagged._tag
       : thrown instanceof Error
       ? thrown.name
       : typeof thrown
