@@ -31,10 +31,19 @@ import * as Option from "effect/Option"
 import { type ChildProcess, spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Cli } from "../src/index.js"
-import { plain, waitUntil } from "./cliProcess.js"
+import { plain } from "./cliProcess.js"
 
 const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url))
+
+/** Resolves once `check` holds (polling every 20 ms); rejects after `ms`. */
+const waitUntil = async (what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> => {
+  const deadline = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
 
 /** This environment without the JITBOX_* variables, so a test sets the ones it means. */
 const ownEnvironment = (): Record<string, string> => {
@@ -110,7 +119,7 @@ const slowSource = `export const slow = tool({
   parameters: { type: "object", properties: { ms: { type: "number" } }, required: ["ms"] }
 }, async ({ ms }) => { await new Promise((resolve) => setTimeout(resolve, ms)); return "slow" })`
 
-const js = (entrypoint: string, source: string) => ({ entrypoint, language: "javascript", source })
+const js = (entrypoint: string, source: string) => ({ entrypoint, language: "javascript" as const, source })
 
 const textOf = (result: CallToolResult): string => {
   const first = result.content[0]
@@ -181,7 +190,7 @@ describe("jitbox mcp over stdio", () => {
       expect(textOf(failed)).toBe("RangeError: negative values are not allowed")
 
       const progress: Array<number> = []
-      const waited = await mcp.client.callTool({ name: "slow", arguments: { ms: 2_500 } }, undefined, {
+      const waited = await mcp.client.callTool({ name: "slow", arguments: { ms: 1_500 } }, undefined, {
         onprogress: (notification) => progress.push(notification.progress)
       })
       expect(textOf(waited as CallToolResult)).toBe("slow")

@@ -34,7 +34,7 @@ export const makerSource = `export const maker = tool({
   parameters: { type: "object", properties: { name: { type: "string" } }, required: ["name"] }
 }, async ({ name }) => await harness.callTool("create_tool", { kind: "text", name, description: "A note.", source: "# Note\\nRemember this." }))`
 
-export const create = (entrypoint: string, source: string) => ({ entrypoint, language: "javascript", source })
+export const create = (entrypoint: string, source: string) => ({ entrypoint, language: "javascript" as const, source })
 
 export interface TestClient {
   readonly client: Client
