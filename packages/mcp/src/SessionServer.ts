@@ -123,8 +123,10 @@ export const make = async (session: ServedSession, options: SessionServerOptions
       running--
       if (heartbeat !== undefined) clearInterval(heartbeat)
     }
-    if (changes !== changesBefore && !extra.signal.aborted) {
-      await extra.sendNotification({ method: "notifications/tools/list_changed" }).catch(() => undefined)
+    if (changes !== changesBefore) {
+      // a cancelled request has no stream left to carry it
+      const announced = extra.signal.aborted ? server.sendToolListChanged() : extra.sendNotification({ method: "notifications/tools/list_changed" })
+      await announced.catch(() => undefined)
     }
     return result
   })

@@ -179,6 +179,26 @@ describe("the HTTP boundary", () => {
     }
   })
 
+  it("answers 500 when the session cannot be opened, and counts no session for it", async () => {
+    let attempts = 0
+    const failing = await HttpServer.listen({
+      open: () => {
+        attempts++
+        return Promise.reject(new Error("the store is down"))
+      },
+      maxSessions: 1
+    })
+    try {
+      for (let i = 0; i < 2; i++) {
+        await expect(connect(new StreamableHTTPClientTransport(new URL(failing.url)))).rejects.toThrow(/the store is down/)
+      }
+      expect(attempts).toBe(2)
+      expect(failing.sessions()).toBe(0)
+    } finally {
+      await failing.close()
+    }
+  })
+
   it("refuses a session past maxSessions with 503, and closes idle sessions", async () => {
     const bounded = await HttpServer.listen({ open, maxSessions: 1, idleTimeoutMs: 300 })
     try {
