@@ -24,6 +24,8 @@ export const span = {
   sessionId: "jitbox.session.id",
   /** On a worker's invocation span. */
   workerId: "jitbox.worker.id",
+  /** On worker metrics: the worker's pool. */
+  workerPool: "jitbox.worker.pool",
   /** On a worker's invocation span: `ok`, `failed` or `cancelled`. */
   outcome: "jitbox.invocation.outcome"
 } as const

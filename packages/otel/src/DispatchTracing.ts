@@ -14,7 +14,10 @@
  * - on the worker, `startInvocation` opens the invocation's span from the headers, and its nested
  *   calls carry that span back to the session.
  *
- * A call whose parent is not traced (a base tool that composes, unless `manageBaseTools`) is a root.
+ * A base tool has no `jit_tool_started` event, only its record (when the harness's
+ * `manageBaseTools` is on, its default): a call it composed waits for that record (at most
+ * `maxWaitingParents` such parents at once; the oldest are made roots past that). With
+ * `baseToolsRecorded: false` (harnesses with `manageBaseTools: false`) such a call is a root at once.
  * Everything is bounded: at most `maxPendingCalls` running calls are tracked per process.
  *
  * @since 0.1.0
@@ -29,12 +32,17 @@ import * as Propagation from "./Propagation.js"
 /** Running calls tracked at most, per process; past that a call gets no span. @since 0.1.0 @category constants */
 export const maxPendingCalls = 100_000
 
+/** Untraced running parents (base tools) whose finished children wait for their record, at most. @since 0.1.0 @category constants */
+export const maxWaitingParents = 4_096
+
 /** @since 0.1.0 @category models */
 export interface DispatchTracingOptions {
   /** The tracer spans are made with. */
   readonly tracer: Api.Tracer
   /** Whether calls also update the metrics (default true). */
   readonly metrics?: boolean | undefined
+  /** Whether the harnesses record their base tools (`manageBaseTools`, default true): then a call a base tool composed waits for its parent's span. */
+  readonly baseToolsRecorded?: boolean | undefined
 }
 
 /** @since 0.1.0 @category models */
@@ -73,11 +81,17 @@ const key = (sessionId: string, callId: string): string => `${sessionId}\u0000${
 
 const failed = (status: string): boolean => status !== "completed"
 
+const join = <A>(a: Array<A> | undefined, b: Array<A> | undefined): Array<A> | undefined =>
+  a === undefined ? b : b === undefined ? a : a.concat(b)
+
 /** @since 0.1.0 @category constructors */
 export const make = (options: DispatchTracingOptions): DispatchTracing => {
   const tracer = options.tracer
   const metrics = options.metrics ?? true
   const pending = new Map<string, Pending>()
+  const baseToolsRecorded = options.baseToolsRecorded ?? true
+  /** Finished calls composed by a call with no started event (a base tool), by that parent's key. */
+  const waiting = new Map<string, Array<Finished>>()
   /** The remote parent of the nested call being dispatched right now (set only inside `nested`). */
   let arriving: { readonly sessionId: string; readonly context: Api.Context } | undefined
 
@@ -171,24 +185,40 @@ export const make = (options: DispatchTracingOptions): DispatchTracing => {
       const k = key(record.session_id, record.call_id)
       const call = pending.get(k)
       if (call !== undefined) pending.delete(k)
+      let orphans: Array<Finished> | undefined
+      if (waiting.size !== 0) {
+        orphans = waiting.get(k)
+        if (orphans !== undefined) waiting.delete(k)
+      }
       const end = now()
       const span = call?.span
       if (span !== undefined) {
         span.setAttributes(attributes(record))
         finish(span, record)
         span.end(end)
-        const children = call!.children
+        const children = join(call!.children, orphans)
         if (children !== undefined) {
           const context = Api.trace.setSpan(Api.ROOT_CONTEXT, span)
           for (const child of children) emit(child, context)
         }
         return
       }
-      const finished: Finished = { record, start: end - record.duration_ms, end, children: call?.children }
+      const finished: Finished = { record, start: end - record.duration_ms, end, children: join(call?.children, orphans) }
       if (call?.remote !== undefined) return emit(finished, call.remote)
       if (record.parent_call_id === null) return emit(finished, Api.ROOT_CONTEXT)
-      const parent = pending.get(key(record.session_id, record.parent_call_id))
-      if (parent === undefined) return emit(finished, Api.ROOT_CONTEXT)
+      const parentKey = key(record.session_id, record.parent_call_id)
+      const parent = pending.get(parentKey)
+      if (parent === undefined) {
+        if (!baseToolsRecorded) return emit(finished, Api.ROOT_CONTEXT)
+        const siblings = waiting.get(parentKey)
+        if (siblings !== undefined) return void siblings.push(finished)
+        if (waiting.size >= maxWaitingParents) {
+          const [oldest, children] = waiting.entries().next().value!
+          waiting.delete(oldest)
+          for (const child of children) emit(child, Api.ROOT_CONTEXT)
+        }
+        return void waiting.set(parentKey, [finished])
+      }
       if (parent.span !== undefined) return emit(finished, Api.trace.setSpan(Api.ROOT_CONTEXT, parent.span))
       ;(parent.children ??= []).push(finished)
     }

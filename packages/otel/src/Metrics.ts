@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import type { LeasedAdmission, Worker } from "@jitbox/runtime"
+import { type LeasedAdmission, Worker } from "@jitbox/runtime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
@@ -133,14 +133,14 @@ export const watchWorker = (
   worker: Pick<Worker.Worker, "workerId" | "pool" | "languages" | "running">,
   options?: WatchOptions & { readonly concurrency?: number | undefined }
 ): Effect.Effect<void, never, Scope.Scope> => {
-  const labels = [label(A.workerId, worker.workerId), label("jitbox.worker.pool", worker.pool)]
+  const labels = [label(A.workerId, worker.workerId), label(A.workerPool, worker.pool)]
   const capacity = Metric.gauge(Attributes.metric.workerCapacity, { description: "invocations the worker runs at once" }).pipe(
     Metric.taggedWithLabels(labels)
   )
   const running = Metric.gauge(Attributes.metric.workerRunning, { description: "invocations the worker runs now" }).pipe(
     Metric.taggedWithLabels(labels)
   )
-  const concurrency = (options?.concurrency ?? 4) * worker.languages.length
+  const concurrency = (options?.concurrency ?? Worker.defaults.concurrency) * worker.languages.length
   return poll(() => {
     capacity.unsafeUpdate(concurrency, [])
     running.unsafeUpdate(worker.running(), [])

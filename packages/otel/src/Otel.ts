@@ -28,6 +28,8 @@ export const scopeName = "@jitbox/otel"
 export interface OtelOptions {
   /** Whether calls update the metrics too (default true). */
   readonly metrics?: boolean | undefined
+  /** Whether the harnesses record base tools (`manageBaseTools`, the harness's default: true). */
+  readonly baseToolsRecorded?: boolean | undefined
 }
 
 /** Calls `a`, then `b`; what either throws is its own. */
@@ -51,7 +53,8 @@ export const make = (options?: OtelOptions): Effect.Effect<DispatchTracing.Dispa
   Effect.map(Effect.serviceOption(Tracer.OtelTracer), (tracer) =>
     DispatchTracing.make({
       tracer: Option.getOrElse(tracer, () => Api.trace.getTracer(scopeName)),
-      metrics: options?.metrics
+      metrics: options?.metrics,
+      baseToolsRecorded: options?.baseToolsRecorded
     }))
 
 /**
