@@ -72,7 +72,7 @@ describe("DispatchTracing in one process", () => {
       pair.metricKey.tags.some((tag) => tag.key === "gen_ai.tool.name" && tag.value === "inner") &&
       pair.metricKey.tags.some((tag) => tag.key === "jitbox.call.status" && tag.value === "rejected")
     )
-    expect(counted.map((pair) => (pair.metricState as { count: number }).count)).toEqual([1])
+    expect(counted.map((pair) => (pair.metricState as unknown as { count: number }).count)).toEqual([1])
     await harness.release()
   })
 

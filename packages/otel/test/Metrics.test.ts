@@ -13,7 +13,7 @@ const gauge = (name: string, label: string, value: string): number | undefined =
   const found = Metric.unsafeSnapshot().find((pair) =>
     pair.metricKey.name === name && pair.metricKey.tags.some((tag) => tag.key === label && tag.value === value)
   )
-  return found === undefined ? undefined : Number((found.metricState as { value: number }).value)
+  return found === undefined ? undefined : Number((found.metricState as unknown as { value: number }).value)
 }
 
 const until = (check: () => boolean, what: string) =>
