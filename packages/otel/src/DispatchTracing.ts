@@ -95,22 +95,19 @@ export const make = (options: DispatchTracingOptions): DispatchTracing => {
   /** The remote parent of the nested call being dispatched right now (set only inside `nested`). */
   let arriving: { readonly sessionId: string; readonly context: Api.Context } | undefined
 
-  const finish = (span: Api.Span, record: Record): void => {
-    span.setAttribute(A.status, record.status)
-    if (record.error_type !== null) span.setAttribute(A.errorType, record.error_type)
-    if (failed(record.status)) span.setStatus({ code: Api.SpanStatusCode.ERROR, message: record.error_type ?? record.status })
-  }
-
-  const attributes = (record: Pick<Record, "session_id" | "call_id" | "tool_name" | "origin" | "depth" | "parent_call_id">): Api.Attributes => {
+  /** Every attribute of a finished call's span (set at once: each `setAttribute` is checked again). */
+  const attributes = (record: Record): Api.Attributes => {
     const out: Api.Attributes = {
       [A.operationName]: "execute_tool",
       [A.toolName]: record.tool_name,
       [A.callId]: record.call_id,
       [A.origin]: record.origin,
       [A.sessionId]: record.session_id,
-      [A.depth]: record.depth
+      [A.depth]: record.depth,
+      [A.status]: record.status
     }
     if (record.parent_call_id !== null) out[A.parentCallId] = record.parent_call_id
+    if (record.error_type !== null) out[A.errorType] = record.error_type
     return out
   }
 
@@ -122,7 +119,7 @@ export const make = (options: DispatchTracingOptions): DispatchTracing => {
       { kind: Api.SpanKind.INTERNAL, startTime: finished.start, attributes: attributes(record) },
       parent
     )
-    finish(span, record)
+    if (failed(record.status)) span.setStatus({ code: Api.SpanStatusCode.ERROR, message: record.error_type ?? record.status })
     span.end(finished.end)
     const children = finished.children
     if (children === undefined) return
@@ -194,7 +191,7 @@ export const make = (options: DispatchTracingOptions): DispatchTracing => {
       const span = call?.span
       if (span !== undefined) {
         span.setAttributes(attributes(record))
-        finish(span, record)
+        if (failed(record.status)) span.setStatus({ code: Api.SpanStatusCode.ERROR, message: record.error_type ?? record.status })
         span.end(end)
         const children = join(call!.children, orphans)
         if (children !== undefined) {
