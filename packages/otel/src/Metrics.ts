@@ -6,7 +6,8 @@
  *   status, from each finished call's profile record;
  * - `jitbox.calls.in_flight` (up-down counter), by origin, from the `jit_tool_*` events;
  * - `jitbox.worker.invocations.in_flight` (up-down counter), by worker, from the worker's invocations;
- * - `jitbox.lease.invocations_left` (gauge), by session, polled from a `LeasedAdmission` (`watchLease`);
+ * - `jitbox.lease.invocations_left` (gauge), by session, polled from a `LeasedAdmission` (`watchLease`)
+ *   or from every lease a session host registered (`watchLeases`);
  * - `jitbox.worker.capacity` and `jitbox.worker.running` (gauges), by worker and pool, polled from a
  *   `Worker` (`watchWorker`).
  *
@@ -15,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { type LeasedAdmission, Worker } from "@jitbox/runtime"
+import { type LeasedAdmission, type SessionLeases, Worker } from "@jitbox/runtime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
@@ -119,6 +120,41 @@ export const watchLease = (
     Metric.taggedWithLabels([label(A.sessionId, sessionId)])
   )
   return poll(() => gauge.unsafeUpdate(Math.max(0, leased.lease().invocations - leased.usage().invocations), []), options)
+}
+
+/**
+ * Keeps `jitbox.lease.invocations_left` of every session whose lease is registered in `leases` (the
+ * `SessionLeases` a session host's `Sessions` registers admitted sessions in) up to date, until the
+ * scope closes; a session that is no longer hosted here reads 0 once. At most `maxSeries` sessions.
+ *
+ * @since 0.1.0
+ * @category watchers
+ */
+export const watchLeases = (leases: Pick<SessionLeases.SessionLeasesShape, "entries">, options?: WatchOptions): Effect.Effect<void, never, Scope.Scope> => {
+  const gauges = new Map<string, Metric.Metric.Gauge<number>>()
+  const gaugeOf = (sessionId: string) => {
+    let gauge = gauges.get(sessionId)
+    if (gauge === undefined && gauges.size < maxSeries) {
+      gauge = Metric.gauge(Attributes.metric.leaseInvocationsLeft, { description: "invocations the session's lease has left" }).pipe(
+        Metric.taggedWithLabels([label(A.sessionId, sessionId)])
+      )
+      gauges.set(sessionId, gauge)
+    }
+    return gauge
+  }
+  return poll(() => {
+    const seen = new Set<string>()
+    for (const [sessionId, lease] of leases.entries()) {
+      if (lease.invocationsLeft === undefined) continue
+      seen.add(sessionId)
+      gaugeOf(sessionId)?.unsafeUpdate(lease.invocationsLeft(), [])
+    }
+    for (const [sessionId, gauge] of gauges) {
+      if (seen.has(sessionId)) continue
+      gauge.unsafeUpdate(0, [])
+      gauges.delete(sessionId)
+    }
+  }, options)
 }
 
 /**

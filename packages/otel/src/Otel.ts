@@ -32,17 +32,6 @@ export interface OtelOptions {
   readonly baseToolsRecorded?: boolean | undefined
 }
 
-/** Calls `a`, then `b`; what either throws is its own. */
-const both = <A>(a: ((value: A) => void) | undefined, b: (value: A) => void): (value: A) => void =>
-  a === undefined ? b : (value) => {
-    try {
-      a(value)
-    } catch {
-      // a sink's failure is its own
-    }
-    b(value)
-  }
-
 /**
  * The tracing of this process, with the tracer of the context (`OtelTracer`, else the global one).
  *
@@ -71,8 +60,8 @@ export const layer = (
     const tracing = yield* make(options)
     const events = Option.getOrUndefined(yield* Effect.serviceOption(EventSink.EventSink))
     const profile = Option.getOrUndefined(yield* Effect.serviceOption(ProfileSink.ProfileSink))
-    return Context.make(EventSink.EventSink, { emit: both(events?.emit, tracing.eventSink.emit) }).pipe(
-      Context.add(ProfileSink.ProfileSink, { record: both(profile?.record, tracing.profileSink.record) }),
+    return Context.make(EventSink.EventSink, EventSink.combine(events, tracing.eventSink)).pipe(
+      Context.add(ProfileSink.ProfileSink, ProfileSink.combine(profile, tracing.profileSink)),
       Context.add(TraceContext.TraceContext, tracing.traceContext)
     )
   }))

@@ -5,8 +5,8 @@
  * registers no jitbox metric. The same runtime with `Otel.layer` in its context does all three.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Otel } from "@jitbox/otel"
-import { Embedded, Ids, Subject, TraceContext, type Transport } from "@jitbox/runtime"
+import { Metrics, Otel } from "@jitbox/otel"
+import { Embedded, Ids, RemoteSession, Subject, TraceContext, Transport } from "@jitbox/runtime"
 import * as Api from "@opentelemetry/api"
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as Chunk from "effect/Chunk"
@@ -67,6 +67,39 @@ describe("without @jitbox/otel", () => {
       const names = exporter.getFinishedSpans().map((span) => span.name).sort()
       assert.deepStrictEqual(names, ["execute_tool double", "execute_tool outer", "invoke double", "invoke outer"])
       assert.isNotEmpty(Metric.unsafeSnapshot().filter((pair) => pair.metricKey.name === "jitbox.calls"))
+      Api.trace.disable()
+    }), 60_000)
+
+  it.scopedLive("with the runtime's stream publisher on, both the published events and the spans see every call; the session's lease is gauged", () =>
+    Effect.gen(function*() {
+      const exporter = new InMemorySpanExporter()
+      Api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
+      const runtime = yield* Embedded.make({ namespace: "streams", harness: { policy: { allowedLanguages: ["JavaScript"] } } })
+        .pipe(Effect.provide(Otel.layer()))
+      const leases = runtime.leases
+      const remote = yield* RemoteSession.make("s1", { prefix: runtime.prefix }).pipe(Effect.provideService(Transport.Transport, runtime.transport))
+      const completed = yield* (yield* RemoteSession.events(remote)).pipe(
+        Stream.filter((event) => event.name === "jit_tool_completed"),
+        Stream.take(2),
+        Stream.runCollect,
+        Effect.fork
+      )
+      const session = runtime.sessions.get("s1")
+      yield* Effect.promise(() => session.createTool({ entrypoint: "double", language: "javascript", source: doubleSource }))
+      yield* Effect.promise(() => session.createTool({ entrypoint: "outer", language: "javascript", source: outerSource }))
+      assert.strictEqual(yield* Effect.promise(() => session.callTool("outer", { value: 20 })), 41)
+      const published = Chunk.toReadonlyArray(yield* completed).map((event) => event.name === "jit_tool_completed" ? event.payload.tool_name : "")
+      assert.deepStrictEqual([...published].sort(), ["double", "outer"])
+      const names = exporter.getFinishedSpans().map((span) => span.name).sort()
+      assert.deepStrictEqual(names, ["execute_tool double", "execute_tool outer", "invoke double", "invoke outer"])
+      const granted = leases.get("s1")!.invocationsLeft!()
+      yield* Metrics.watchLeases(leases, { intervalMs: 10 })
+      const left = () =>
+        Metric.unsafeSnapshot().find((pair) =>
+          pair.metricKey.name === "jitbox.lease.invocations_left" && pair.metricKey.tags.some((tag) => tag.value === "s1")
+        )
+      for (let i = 0; i < 200 && left() === undefined; i++) yield* Effect.sleep("10 millis")
+      assert.strictEqual(Number((left()!.metricState as unknown as { value: number }).value), granted)
       Api.trace.disable()
     }), 60_000)
 })
