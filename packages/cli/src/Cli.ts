@@ -1,6 +1,6 @@
 /**
  * The `jitbox` command: `jitbox coordinator`, `jitbox worker` and `jitbox sessions`, each serving
- * one part of a namespace over NATS until SIGTERM or SIGINT. `main` is what the `jitbox` binary
+ * one part of a namespace over NATS until SIGTERM or SIGINT, and `jitbox bench`, timing a tool. `main` is what the `jitbox` binary
  * runs: it parses the arguments, serves, and reports a failure on stderr with its typed error
  * (a bad argument is reported by the parser itself, with the help of the command).
  *
@@ -13,6 +13,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { createRequire } from "node:module"
+import * as BenchCommand from "./BenchCommand.js"
 import * as CoordinatorCommand from "./CoordinatorCommand.js"
 import * as SessionsCommand from "./SessionsCommand.js"
 import * as WorkerCommand from "./WorkerCommand.js"
@@ -21,11 +22,15 @@ import * as WorkerCommand from "./WorkerCommand.js"
 export const version: string = (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
 
 /** What serving any of the commands can fail with (besides a bad argument). @since 0.1.0 @category errors */
-export type CliError = CoordinatorCommand.CoordinatorCommandError | WorkerCommand.WorkerCommandError | SessionsCommand.SessionsCommandError
+export type CliError =
+  | CoordinatorCommand.CoordinatorCommandError
+  | WorkerCommand.WorkerCommandError
+  | SessionsCommand.SessionsCommandError
+  | BenchCommand.BenchCommandError
 
 const command = Command.make("jitbox").pipe(
   Command.withDescription("Serve the parts of a jitbox namespace over NATS: its coordinator, workers and session hosts."),
-  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command])
+  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command, BenchCommand.command])
 )
 
 /**
