@@ -11,13 +11,15 @@
  * tools (`bench_depth_1` calls the tool, `bench_depth_k` calls `bench_depth_{k-1}`, each through
  * `harness.callTool`, passing the arguments on). A plain harness and an embedded runtime get a
  * fresh session per depth (so one depth's calls do not spend another's budget); a remote session is
- * the one named: the snapshot's tools it lacks and the composing tools are created in it for the
- * run and unloaded when the target closes. Each target also names the code runner of its direct
+ * the one named: the snapshot's tools it lacks (or holds unloaded) and the composing tools are
+ * created (or loaded, and for composing tools updated to the generated code) in it for the run and
+ * unloaded when the target closes; a snapshot tool the session already holds loaded is called as
+ * the session has it. Each target also names the code runner of its direct
  * floor and, where there is a transport, how to reach the raw floor (see `Floors`).
  *
  * @since 0.1.0
  */
-import { CodeRunner, JitHarness, type JitHarnessOptions, type JitHarnessSnapshot, JitPolicy, TrustedCodeRunner } from "@jitbox/core"
+import { CodeRunner, type CreateToolRequest, JitHarness, type JitHarnessOptions, type JitHarnessSnapshot, JitPolicy, TrustedCodeRunner } from "@jitbox/core"
 import { NatsTransport } from "@jitbox/nats"
 import { Embedded, Ids, RemoteSession, Subject } from "@jitbox/runtime"
 import { SandboxRunner } from "@jitbox/sandbox"
@@ -239,23 +241,36 @@ export const make = (
             for (const name of [...created].reverse()) await session.unloadTool(name).catch(() => undefined)
           })
         )
-        const present = new Set((yield* setup("listing the remote session's tools", () => session.listTools())).map((entry) => entry.name))
+        const listed = yield* setup("listing the remote session's tools", () => session.listTools())
+        const state = new Map(listed.map((entry) => [entry.name, entry.state]))
+        /** Makes `name` a loaded tool of the session (created, or loaded again if unloaded); with `replace`, also with `request`'s code. */
+        const ensure = (request: CreateToolRequest & { readonly name: string }, replace: boolean) =>
+          setup(`putting the tool ${request.name} in the remote session`, async () => {
+            const current = state.get(request.name)
+            if (current === undefined) {
+              await session.createTool(request)
+              created.push(request.name)
+            } else {
+              if (current === "unloaded") {
+                await session.loadTool(request.name)
+                created.push(request.name)
+              }
+              if (replace) await session.updateTool(request)
+            }
+            state.set(request.name, "loaded")
+          })
         for (const record of snapshot.tools) {
-          if (present.has(record.name)) continue
-          yield* setup(`creating the snapshot's tool ${record.name} in the remote session`, () =>
-            session.createTool({
-              name: record.name,
-              entrypoint: record.entrypoint,
-              language: record.language,
-              source: record.source,
-              files: record.files,
-              description: record.description,
-              guidelines: record.guidelines,
-              parameters: record.parameters,
-              duration: record.duration
-            }))
-          created.push(record.name)
-          present.add(record.name)
+          yield* ensure({
+            name: record.name,
+            entrypoint: record.entrypoint,
+            language: record.language,
+            source: record.source,
+            files: record.files,
+            description: record.description,
+            guidelines: record.guidelines,
+            parameters: record.parameters,
+            duration: record.duration
+          }, false)
         }
         let deepest = 0
         return {
@@ -267,15 +282,9 @@ export const make = (
           budgets: undefined,
           open: (depth) =>
             Effect.gen(function*() {
-              if (depth > deepest) {
-                yield* createComposing({
-                  createTool: async (request) => {
-                    const ack = await session.createTool(request)
-                    created.push(request.entrypoint)
-                    return ack
-                  }
-                }, tool, deepest + 1, depth)
-                deepest = depth
+              for (let d = deepest + 1; d <= depth; d++) {
+                yield* ensure({ name: composingName(d), source: composingSource(d, tool), entrypoint: composingName(d), language: "javascript" }, true)
+                deepest = d
               }
               return { sessionId: options.session, callTool: (name, args) => session.callTool(name, args) }
             })
