@@ -97,13 +97,12 @@ export const settings = (options: Omit<BenchOptions, "snapshot" | "tool">): Effe
     return { concurrency, warmup, iterations, depths: [...new Set(asked)].sort((a, b) => a - b) }
   })
 
+/** A path is read and decoded; a value is decoded too (it may come from JSON.parse, without the schema's defaults). */
 const loadSnapshot = (snapshot: BenchOptions["snapshot"]) =>
-  typeof snapshot === "string"
-    ? Effect.tryPromise({
-      try: () => JitHarnessSnapshot.load(snapshot),
-      catch: (error) => new BenchSetupError({ step: "reading the snapshot", detail: describe(error) })
-    })
-    : Effect.succeed(snapshot)
+  Effect.tryPromise({
+    try: () => typeof snapshot === "string" ? JitHarnessSnapshot.load(snapshot) : Promise.resolve(JitHarnessSnapshot.fromJson(JSON.stringify(snapshot))),
+    catch: (error) => new BenchSetupError({ step: "reading the snapshot", detail: describe(error) })
+  })
 
 /**
  * Runs the benchmark; everything it started is stopped when it ends, however it ends.
