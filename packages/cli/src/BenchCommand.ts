@@ -157,21 +157,33 @@ export const table = (result: BenchResult.BenchResult): string => {
 }
 
 /**
- * Progress on stderr while stderr is a terminal (one line, rewritten); nothing otherwise. The one
- * place this command prints progress.
+ * Progress on stderr while stderr is a terminal (one line, rewritten; `clear` wipes it before the
+ * outcome is printed); nothing otherwise. The one place this command prints progress.
  *
  * @since 0.1.0
  * @category rendering
  */
-export const progressPrinter = (stream: NodeJS.WriteStream = process.stderr): ((progress: Bench.Progress) => void) | undefined => {
-  if (stream.isTTY !== true) return undefined
-  return (progress) => {
-    const text = progress.stage === "done"
-      ? ""
-      : progress.stage === "setup"
-      ? `setting up ${progress.what}…`
-      : `${progress.what}: ${progress.done}/${progress.total}`
+export const progressPrinter = (
+  stream: NodeJS.WriteStream = process.stderr
+): { readonly onProgress: ((progress: Bench.Progress) => void) | undefined; readonly clear: Effect.Effect<void> } => {
+  if (stream.isTTY !== true) return { onProgress: undefined, clear: Effect.void }
+  let shown = false
+  const show = (text: string) => {
     stream.write(`\r\x1b[2K${text}`)
+    shown = text !== ""
+  }
+  return {
+    onProgress: (progress) =>
+      show(
+        progress.stage === "done"
+          ? ""
+          : progress.stage === "setup"
+          ? `setting up ${progress.what}…`
+          : `${progress.what}: ${progress.done}/${progress.total}`
+      ),
+    clear: Effect.sync(() => {
+      if (shown) show("")
+    })
   }
 }
 
@@ -195,6 +207,7 @@ export const command = Command.make("bench", options, (config): Effect.Effect<vo
         session: config.session.value
       }
     }
+    const progress = progressPrinter()
     const result = yield* Bench.benchmark({
       snapshot: config.snapshot,
       tool: config.tool,
@@ -204,8 +217,8 @@ export const command = Command.make("bench", options, (config): Effect.Effect<vo
       depths,
       warmup: config.warmup,
       iterations: config.iterations,
-      onProgress: progressPrinter()
-    })
+      onProgress: progress.onProgress
+    }).pipe(Effect.ensuring(progress.clear))
     const written = Option.isSome(config.out) ? yield* Bench.write(result, config.out.value) : undefined
     if (config.json) {
       yield* Console.log(JSON.stringify(result, null, 2))

@@ -1,8 +1,8 @@
 /**
  * `jitbox bench` as a process: with `--json` it prints the result as JSON and writes result.json
  * and the two SVG charts into `--out`; a tool that throws exits 1 naming the failure; a bad
- * argument exits 2. Progress is printed only to a terminal, so none reaches these pipes. No
- * timing is asserted.
+ * argument exits 2. Progress is printed only to a terminal: none reaches a pipe, and under a
+ * pseudo-terminal (`script`) it does. No timing is asserted.
  */
 import { Bench, BenchResult } from "@jitbox/bench"
 import * as Effect from "effect/Effect"
@@ -11,7 +11,12 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BenchCommand } from "../src/index.js"
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
 import { plain, spawnCli } from "./cliProcess.js"
+
+const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
+const repoRoot = fileURLToPath(new URL("../../../", import.meta.url))
 
 const spawned = async (args: ReadonlyArray<string>) => {
   const process_ = spawnCli(args)
@@ -67,6 +72,22 @@ describe("jitbox bench", () => {
       expect(svg.startsWith("<?xml")).toBe(true)
       expect(svg).toContain("</svg>")
     }
+  }, 120_000)
+
+  it("on a terminal (a pseudo-terminal from `script`): progress on stderr, then the table", async () => {
+    const command = [
+      process.execPath, "--conditions=@jitbox/source", "--import", "tsx", bin,
+      "bench", "--snapshot", snapshot, "--tool", "add", "--args", '{"left":1,"right":2}', "--harness", "--warmup", "0", "--iterations", "3"
+    ].map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(" ")
+    const child = spawn("script", ["-qec", command, "/dev/null"], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    child.stdout.on("data", (chunk: Buffer) => void (output += chunk.toString()))
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve))
+    expect(code, output).toBe(0)
+    expect(output).toContain("setting up the harness target")
+    expect(output).toContain("direct floor: 3/3")
+    expect(output).toContain("depth 0: 3/3")
+    expect(plain(output)).toMatch(/^depth 0\s+\d/m)
   }, 120_000)
 
   it("a tool that throws: exit code 1 and the typed failure on stderr", async () => {
