@@ -26,8 +26,17 @@ export const Stats = Schema.Struct({
 /** @since 0.1.0 @category models */
 export interface Stats extends Schema.Schema.Type<typeof Stats> {}
 
-/** Bins of equal width from the fastest to the slowest call: `counts[i]` calls took `edges_us[i]`–`edges_us[i + 1]`. @since 0.1.0 @category schemas */
+/**
+ * Bins from the fastest to the slowest call: `counts[i]` calls took `edges_us[i]`–`edges_us[i + 1]`
+ * (the last bin includes its upper edge). `log` bins grow by the same factor (latencies have long
+ * tails: the body and the tail both stay readable), `linear` ones by the same width (used when the
+ * fastest call took no measurable time).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Histogram = Schema.Struct({
+  scale: Schema.Literal("log", "linear"),
   edges_us: Schema.Array(Schema.Number),
   counts: Schema.Array(Schema.Int)
 })
@@ -113,20 +122,22 @@ export const statsOf = (latencies: ReadonlyArray<number>, seconds: number): Stat
 /** Default number of histogram bins. @since 0.1.0 @category constants */
 export const defaultBins = 30
 
-/** A histogram of latencies (µs) in `bins` equal bins from the smallest to the largest. @since 0.1.0 @category constructors */
+/** A histogram of latencies (µs) in `bins` bins from the smallest to the largest (one bin when they are all equal). @since 0.1.0 @category constructors */
 export const histogramOf = (latencies: ReadonlyArray<number>, bins = defaultBins): Histogram => {
-  if (latencies.length === 0) return { edges_us: [], counts: [] }
+  if (latencies.length === 0) return { scale: "linear", edges_us: [], counts: [] }
   let lo = Infinity
   let hi = -Infinity
   for (const x of latencies) {
     if (x < lo) lo = x
     if (x > hi) hi = x
   }
-  const count = hi === lo ? 1 : bins
-  const width = hi === lo ? 1 : (hi - lo) / count
-  const counts = Array.from({ length: count }, () => 0)
-  for (const x of latencies) counts[Math.min(count - 1, Math.floor((x - lo) / width))]!++
-  return { edges_us: Array.from({ length: count + 1 }, (_, i) => round(lo + i * width, 2)), counts }
+  if (hi === lo) return { scale: "linear", edges_us: [lo, hi], counts: [latencies.length] }
+  const scale = lo > 0 ? "log" : "linear"
+  const position = scale === "log" ? (x: number) => Math.log(x / lo) / Math.log(hi / lo) : (x: number) => (x - lo) / (hi - lo)
+  const edge = scale === "log" ? (i: number) => lo * (hi / lo) ** (i / bins) : (i: number) => lo + (hi - lo) * (i / bins)
+  const counts = Array.from({ length: bins }, () => 0)
+  for (const x of latencies) counts[Math.min(bins - 1, Math.floor(position(x) * bins))]!++
+  return { scale, edges_us: Array.from({ length: bins + 1 }, (_, i) => round(i === bins ? hi : edge(i), 3)), counts }
 }
 
 /** `a / b` to three decimals; `null` when `b` is missing or not positive. @since 0.1.0 @category utils */

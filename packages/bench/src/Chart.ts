@@ -27,7 +27,7 @@ const fmt = (x: number): string => {
 }
 
 /** About `count` round tick values covering [lo, hi]. */
-const ticks = (lo: number, hi: number, count = 5): Array<number> => {
+const linearTicks = (lo: number, hi: number, count = 5): Array<number> => {
   if (!(hi > lo)) return [lo]
   const raw = (hi - lo) / count
   const magnitude = 10 ** Math.floor(Math.log10(raw))
@@ -36,6 +36,37 @@ const ticks = (lo: number, hi: number, count = 5): Array<number> => {
   for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push(Math.round(t * 1e9) / 1e9)
   return out
 }
+
+/** 1, 2 and 5 times the powers of ten within [lo, hi] (only the powers when they are enough). */
+const logTicks = (lo: number, hi: number): Array<number> => {
+  const out: Array<number> = []
+  for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+    for (const m of [1, 2, 5]) {
+      const t = m * 10 ** e
+      if (t >= lo * (1 - 1e-9) && t <= hi * (1 + 1e-9)) out.push(t)
+    }
+  }
+  const powers = out.filter((t) => Number.isInteger(Math.log10(t)))
+  return powers.length >= 3 ? powers : out
+}
+
+/** One axis: its range, whether it is logarithmic, its label and (optionally) its ticks. */
+interface Axis {
+  readonly lo: number
+  readonly hi: number
+  readonly log?: boolean | undefined
+  readonly label: string
+  readonly ticks?: ReadonlyArray<number> | undefined
+  readonly tickLabel?: ((value: number) => string) | undefined
+}
+
+/** Where `v` falls on `axis`, from 0 to 1. */
+const fraction = (axis: Axis, v: number): number => {
+  if (axis.hi === axis.lo) return 0.5
+  return axis.log === true ? Math.log(Math.max(v, axis.lo) / axis.lo) / Math.log(axis.hi / axis.lo) : (v - axis.lo) / (axis.hi - axis.lo)
+}
+
+const ticksOf = (axis: Axis, count: number) => axis.ticks ?? (axis.log === true ? logTicks(axis.lo, axis.hi) : linearTicks(axis.lo, axis.hi, count))
 
 const n = (x: number) => (Math.round(x * 100) / 100).toString()
 
@@ -59,21 +90,27 @@ interface Frame {
 }
 
 /** Axes with ticks and labels; answers the data → pixel scales. */
-const axes = (frame: Frame, x: { lo: number; hi: number; label: string; ticks?: ReadonlyArray<number> }, y: { lo: number; hi: number; label: string }) => {
-  const sx = (v: number) => frame.x + (x.hi === x.lo ? frame.width / 2 : ((v - x.lo) / (x.hi - x.lo)) * frame.width)
-  const sy = (v: number) => frame.y + frame.height - (y.hi === y.lo ? 0 : ((v - y.lo) / (y.hi - y.lo)) * frame.height)
+const axes = (frame: Frame, x: Axis, y: Axis) => {
+  const sx = (v: number) => frame.x + fraction(x, v) * frame.width
+  const sy = (v: number) => frame.y + frame.height - (y.hi === y.lo ? 0 : fraction(y, v) * frame.height)
   const bottom = frame.y + frame.height
+  const xTicks = ticksOf(x, 5)
+  const yTicks = ticksOf(y, 4)
+  const xLabel = x.tickLabel ?? fmt
+  const yLabel = y.tickLabel ?? fmt
   const parts = [
     `<g class="axes" stroke="#333333" stroke-width="1">`,
     `<line x1="${n(frame.x)}" y1="${n(bottom)}" x2="${n(frame.x + frame.width)}" y2="${n(bottom)}"/>`,
     `<line x1="${n(frame.x)}" y1="${n(frame.y)}" x2="${n(frame.x)}" y2="${n(bottom)}"/>`,
-    ...(x.ticks ?? ticks(x.lo, x.hi)).map((t) => `<line class="tick" x1="${n(sx(t))}" y1="${n(bottom)}" x2="${n(sx(t))}" y2="${n(bottom + 4)}"/>`),
-    ...ticks(y.lo, y.hi, 4).map((t) => `<line class="tick" x1="${n(frame.x - 4)}" y1="${n(sy(t))}" x2="${n(frame.x)}" y2="${n(sy(t))}"/>`),
+    ...xTicks.map((t) => `<line class="tick" x1="${n(sx(t))}" y1="${n(bottom)}" x2="${n(sx(t))}" y2="${n(bottom + 4)}"/>`),
+    ...yTicks.map((t) => `<line class="tick" x1="${n(frame.x - 4)}" y1="${n(sy(t))}" x2="${n(frame.x)}" y2="${n(sy(t))}"/>`),
     `</g>`,
-    ...(x.ticks ?? ticks(x.lo, x.hi)).map((t) => `<text x="${n(sx(t))}" y="${n(bottom + 15)}" text-anchor="middle">${escape(fmt(t))}</text>`),
-    ...ticks(y.lo, y.hi, 4).map((t) => `<text x="${n(frame.x - 6)}" y="${n(sy(t) + 4)}" text-anchor="end">${escape(fmt(t))}</text>`),
+    ...xTicks.map((t) => `<text x="${n(sx(t))}" y="${n(bottom + 15)}" text-anchor="middle">${escape(xLabel(t))}</text>`),
+    ...yTicks.map((t) => `<text x="${n(frame.x - 6)}" y="${n(sy(t) + 4)}" text-anchor="end">${escape(yLabel(t))}</text>`),
     `<text x="${n(frame.x + frame.width / 2)}" y="${n(bottom + 30)}" text-anchor="middle">${escape(x.label)}</text>`,
-    `<text x="${n(frame.x - 40)}" y="${n(frame.y + frame.height / 2)}" text-anchor="middle" transform="rotate(-90 ${n(frame.x - 40)} ${n(frame.y + frame.height / 2)})">${escape(y.label)}</text>`
+    `<text x="${n(frame.x - 40)}" y="${n(frame.y + frame.height / 2)}" text-anchor="middle" transform="rotate(-90 ${n(frame.x - 40)} ${n(frame.y + frame.height / 2)})">${
+      escape(y.label)
+    }</text>`
   ]
   return { sx, sy, svg: parts }
 }
@@ -88,7 +125,14 @@ const histogramPanel = (frame: Frame, label: string, histogram: Histogram, stats
   const hi = edges[edges.length - 1] ?? 1
   const top = Math.max(1, ...histogram.counts)
   const spread = hi > lo ? { lo, hi } : { lo: lo * 0.9, hi: lo * 1.1 + 1 }
-  const { sx, sy, svg } = axes(frame, { ...spread, label: "latency µs" }, { lo: 0, hi: top, label: "calls" })
+  const log = histogram.scale === "log" && hi > lo
+  const { sx, sy, svg } = axes(frame, { ...spread, log, label: `latency µs${log ? " (log scale)" : ""}` }, {
+    lo: 0,
+    hi: top,
+    label: "calls",
+    ticks: linearTicks(0, top, 4).filter(Number.isInteger),
+    tickLabel: String
+  })
   const bars = histogram.counts.map((count, i) => {
     const x0 = hi > lo ? sx(edges[i]!) : sx(spread.lo + (spread.hi - spread.lo) * 0.45)
     const x1 = hi > lo ? sx(edges[i + 1]!) : sx(spread.lo + (spread.hi - spread.lo) * 0.55)
@@ -100,7 +144,9 @@ const histogramPanel = (frame: Frame, label: string, histogram: Histogram, stats
     value >= spread.lo && value <= spread.hi
       ? [
         `<line class="marker" x1="${n(sx(value))}" y1="${n(frame.y)}" x2="${n(sx(value))}" y2="${n(frame.y + frame.height)}" stroke="${colour}" stroke-dasharray="4 3"/>`,
-        `<text x="${n(sx(value) + 3)}" y="${n(frame.y + (name === "p99" ? 22 : 10))}" fill="${colour}">${escape(`${name} ${fmt(value)}`)}</text>`
+        sx(value) > frame.x + frame.width - 70
+          ? `<text x="${n(sx(value) - 3)}" y="${n(frame.y + (name === "p99" ? 22 : 10))}" text-anchor="end" fill="${colour}">${escape(`${name} ${fmt(value)}`)}</text>`
+          : `<text x="${n(sx(value) + 3)}" y="${n(frame.y + (name === "p99" ? 22 : 10))}" fill="${colour}">${escape(`${name} ${fmt(value)}`)}</text>`
       ]
       : []
   return [
@@ -149,15 +195,19 @@ export const depthChart = (result: BenchResult): string => {
     { name: "direct-call floor (median)", value: result.floors.direct.stats.median_us, colour: "#54a24b" },
     ...(result.floors.raw === null ? [] : [{ name: "raw-transport floor (median)", value: result.floors.raw.stats.median_us, colour: "#f58518" }])
   ]
-  const values = [...result.runs.flatMap((run) => [run.stats.median_us, run.stats.p99_us]), ...floors.map((floor) => floor.value)]
-  const yHi = Math.max(1, ...values) * 1.1
+  const values = [...result.runs.flatMap((run) => [run.stats.median_us, run.stats.p99_us]), ...floors.map((floor) => floor.value)].filter((v) => v > 0)
+  // latency on a log scale: the floors and the slowest depth's p99 can be orders of magnitude apart
+  const yLo = values.length === 0 ? 1 : 10 ** Math.floor(Math.log10(Math.min(...values)))
+  const yHi = values.length === 0 ? 10 : Math.max(yLo * 10, 10 ** Math.ceil(Math.log10(Math.max(...values))))
   const xLo = Math.min(0, ...depths)
   const xHi = Math.max(1, ...depths)
-  const { sx, sy, svg } = axes(frame, { lo: xLo, hi: xHi, label: "nesting depth (composing tools in front of the tool)", ticks: depths.length > 0 ? depths : [0] }, {
-    lo: 0,
-    hi: yHi,
-    label: "latency µs"
-  })
+  const { sx, sy, svg } = axes(frame, {
+    lo: xLo,
+    hi: xHi,
+    label: "nesting depth (composing tools in front of the tool)",
+    ticks: depths.length > 0 ? depths : [0],
+    tickLabel: (depth) => String(depth)
+  }, { lo: yLo, hi: yHi, log: true, label: "latency µs (log scale)" })
   const series = [
     { name: "median", colour: "#4c78a8", value: (run: BenchResult["runs"][number]) => run.stats.median_us },
     { name: "p99", colour: "#e45756", value: (run: BenchResult["runs"][number]) => run.stats.p99_us }

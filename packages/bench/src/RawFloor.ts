@@ -50,7 +50,7 @@ export const respond = (
 ): Effect.Effect<void, BenchSetupError, Scope.Scope> =>
   Effect.gen(function*() {
     const decoder = new TextDecoder()
-    const subscription = yield* Effect.acquireRelease(
+    yield* Effect.acquireRelease(
       Effect.sync(() =>
         connection.subscribe(subject, {
           callback: (error, msg) => {
@@ -61,7 +61,6 @@ export const respond = (
       ),
       (subscription) => Effect.sync(() => subscription.unsubscribe())
     )
-    void subscription
     yield* Effect.tryPromise({
       try: () => connection.flush(),
       catch: (error) => new BenchSetupError({ step: "subscribing the raw responder", detail: describe(error) })

@@ -166,7 +166,7 @@ describe("the charts", () => {
     expect(elements(chart, "circle", "point")).toHaveLength(4)
     expect(elements(chart, "line", "floor")).toHaveLength(1)
     expect(elements(chart, "line", "tick").length).toBeGreaterThan(2)
-    expect(Array.from(chart.getElementsByTagName("text")).some((text) => text.textContent === "latency µs")).toBe(true)
+    expect(Array.from(chart.getElementsByTagName("text")).some((text) => text.textContent === "latency µs (log scale)")).toBe(true)
   })
 
   it("the parser used here rejects a document that is not well-formed", () => {
