@@ -1,6 +1,7 @@
 /**
  * The `jitbox` command: `jitbox coordinator`, `jitbox worker` and `jitbox sessions`, each serving
- * one part of a namespace over NATS until SIGTERM or SIGINT, and `jitbox bench`, timing a tool. `main` is what the `jitbox` binary
+ * one part of a namespace over NATS until SIGTERM or SIGINT; `jitbox mcp`, a session as an MCP
+ * server; and `jitbox bench`, timing a tool. `main` is what the `jitbox` binary
  * runs: it parses the arguments, serves, and reports a failure on stderr with its typed error
  * (a bad argument is reported by the parser itself, with the help of the command).
  *
@@ -15,6 +16,7 @@ import * as Option from "effect/Option"
 import { createRequire } from "node:module"
 import * as BenchCommand from "./BenchCommand.js"
 import * as CoordinatorCommand from "./CoordinatorCommand.js"
+import * as McpCommand from "./McpCommand.js"
 import * as SessionsCommand from "./SessionsCommand.js"
 import * as WorkerCommand from "./WorkerCommand.js"
 
@@ -26,11 +28,12 @@ export type CliError =
   | CoordinatorCommand.CoordinatorCommandError
   | WorkerCommand.WorkerCommandError
   | SessionsCommand.SessionsCommandError
+  | McpCommand.McpCommandError
   | BenchCommand.BenchCommandError
 
 const command = Command.make("jitbox").pipe(
-  Command.withDescription("Serve the parts of a jitbox namespace over NATS: its coordinator, workers and session hosts."),
-  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command, BenchCommand.command])
+  Command.withDescription("Serve the parts of a jitbox namespace over NATS: its coordinator, workers and session hosts; a session as an MCP server; or time a tool."),
+  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command, McpCommand.command, BenchCommand.command])
 )
 
 /**
