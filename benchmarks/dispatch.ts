@@ -1,7 +1,8 @@
 /**
  * `pnpm bench:dispatch`: what one tool call costs through the harness, against a direct call, a
  * minimal hand-written dispatch and the MCP TypeScript SDK's in-memory `callTool`, in one process
- * and one run. Writes benchmarks/results/dispatch.json and dispatch.md.
+ * and one run. Writes benchmarks/results/dispatch.json and dispatch.md (not committed; the reference
+ * figures are in benchmarks/reference/).
  *
  * Order matters and is deliberate: the composing tool runs last, because composition enables
  * AsyncLocalStorage, whose promise hooks slow every later await in the process (measured again
@@ -16,7 +17,11 @@ import { DispatchTracing } from "@jitbox/otel"
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base"
 import { Ajv } from "ajv"
 import { z } from "zod"
-import { measure, type Summary } from "./measure.js"
+import { Measure } from "@jitbox/bench"
+import { resultFile } from "./output.js"
+
+const measure = Measure.measure
+type Summary = Measure.Summary
 
 const addSchema = {
   type: "object",
@@ -148,10 +153,10 @@ const output = {
   p99_us: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, v.p99_us])),
   ...Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, round(v)]))
 }
-writeFileSync(new URL("./results/dispatch.json", import.meta.url), JSON.stringify(output, null, 2) + "\n")
+writeFileSync(resultFile("dispatch.json"), JSON.stringify(output, null, 2) + "\n")
 const rows = Object.entries(results).map(([k, v]) => `| ${k} | ${v.median_us.toFixed(2)} | ${v.p99_us.toFixed(2)} |`)
 writeFileSync(
-  new URL("./results/dispatch.md", import.meta.url),
+  resultFile("dispatch.md"),
   [
     `# Dispatch (${process.version}, one process, one run)`,
     "",

@@ -31,7 +31,8 @@
  * `BudgetExhausted` until the renewal landed).
  *
  * Writes benchmarks/results/remote.json and remote.md (generated tables, then the notes kept below
- * the marker line). `--quick` is a short smoke run that writes nothing; so does a run of some phases.
+ * the marker line; not committed: the runs and notes start from benchmarks/reference/ when there
+ * are no results yet). `--quick` is a short smoke run that writes nothing; so does a run of some phases.
  *
  * Run: pnpm bench:remote   (BENCH_ROUNDS, BENCH_LATENCY_PAIRS, BENCH_THROUGHPUT_MS,
  * BENCH_COMPOSITION, BENCH_SCALE_MS, BENCH_PHASES=latency,throughput,composition,scale, BENCH_LABEL,
@@ -67,7 +68,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Worker as Thread } from "node:worker_threads"
 import type { PoolSpec } from "./remoteWorker.js"
-import { median, quantile, round } from "./measure.js"
+import { Measure } from "@jitbox/bench"
+import { previous, resultsDir } from "./output.js"
+
+const { median, quantile, round } = Measure
 
 const quick = process.argv.includes("--quick")
 const env = (name: string, full: number, short: number) => Number(process.env[name] ?? (quick ? short : full))
@@ -1001,19 +1005,18 @@ const main = async () => {
       console.log("(a quick or partial run: results not written)")
       return
     }
-    const dir = path.join(here, "results")
-    fs.mkdirSync(dir, { recursive: true })
+    const dir = resultsDir()
     const jsonFile = path.join(dir, "remote.json")
     const mdFile = path.join(dir, "remote.md")
     try {
-      report.runs = (JSON.parse(fs.readFileSync(jsonFile, "utf8")) as { runs?: Array<RunLine> }).runs ?? []
+      report.runs = (JSON.parse(previous("remote.json") ?? "{}") as { runs?: Array<RunLine> }).runs ?? []
     } catch {
       // first run
     }
     report.runs = [...report.runs, run].slice(-24)
     let notes = ""
     try {
-      const md = fs.readFileSync(mdFile, "utf8")
+      const md = previous("remote.md") ?? ""
       const at = md.indexOf(NotesMarker)
       if (at !== -1) notes = md.slice(at + NotesMarker.length).replace(/^\n/, "")
     } catch {

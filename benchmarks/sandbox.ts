@@ -39,7 +39,8 @@
  * `warm_ratio`/`cold_ratio` are ratios of medians, `warm_paired_ratio`/`cold_paired_ratio` the
  * paired medians and spreads; every placement under `placements`; a compact line per run under
  * `runs`, labelled with BENCH_LABEL) and benchmarks/results/sandbox.md (generated tables, then the
- * notes kept below the marker line).
+ * notes kept below the marker line; not committed: the runs and notes start from
+ * benchmarks/reference/ when there are no results yet).
  *
  * Run: pnpm bench:sandbox   (BENCH_BLOCKS, BENCH_WARM, BENCH_BASH_WARM, BENCH_COLD: blocks and
  * samples per block; BENCH_PLACEMENTS=one-cpu,all-cpus; BENCH_LANGUAGES; BENCH_LABEL; BENCH_CODE names the
@@ -52,7 +53,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { launch, type Mount, type WorkDir } from "../packages/sandbox/src/internal/spawn.js"
 import { Isolation, SandboxConfig, SandboxRunner } from "../packages/sandbox/src/index.js"
-import { median, quantile, round } from "./measure.js"
+import { Measure } from "@jitbox/bench"
+import { previous, resultsDir } from "./output.js"
+
+const { median, quantile, round } = Measure
 
 type Language = CodeRunner.CodeSource["language"]
 
@@ -659,20 +663,18 @@ const main = async () => {
     for (const placement of placements) byPlacement[placement] = summarize(slot(placement, language))
     results[language] = { ...byPlacement[headline]!, placements: byPlacement }
   }
-  const dir = path.join(path.dirname(new URL(import.meta.url).pathname), "results")
-  fs.mkdirSync(dir, { recursive: true })
+  const dir = resultsDir()
   const jsonFile = path.join(dir, "sandbox.json")
   const mdFile = path.join(dir, "sandbox.md")
   let previousRuns: Array<RunLine> = []
   try {
-    const previous = JSON.parse(fs.readFileSync(jsonFile, "utf8")) as { runs?: Array<RunLine> }
-    previousRuns = previous.runs ?? []
+    previousRuns = (JSON.parse(previous("sandbox.json") ?? "{}") as { runs?: Array<RunLine> }).runs ?? []
   } catch {
     // first run
   }
   let notes = ""
   try {
-    const md = fs.readFileSync(mdFile, "utf8")
+    const md = previous("sandbox.md") ?? ""
     const at = md.indexOf(NotesMarker)
     if (at !== -1) notes = md.slice(at + NotesMarker.length).replace(/^\n/, "")
   } catch {

@@ -1,10 +1,11 @@
 /**
  * `pnpm bench:soak`: a million calls through one harness with profiling, the error cache and an
  * event listener attached. Heap growth is measured after the call window has filled, so it shows
- * whether bookkeeping grows without bound. Writes benchmarks/results/soak.json.
+ * whether bookkeeping grows without bound. Writes benchmarks/results/soak.json (not committed).
  */
 import { writeFileSync } from "node:fs"
 import { JitHarness, tool } from "@jitbox/core"
+import { resultFile } from "./output.js"
 
 const gc = (globalThis as { gc?: () => void }).gc
 if (gc === undefined) throw new Error("run with --expose-gc")
@@ -60,5 +61,5 @@ const result = {
   heap_growth_mib: Math.round((after - before) / 2 ** 20 * 100) / 100,
   calls_per_second: Math.round(total / seconds)
 }
-writeFileSync(new URL("./results/soak.json", import.meta.url), JSON.stringify(result, null, 2) + "\n")
+writeFileSync(resultFile("soak.json"), JSON.stringify(result, null, 2) + "\n")
 console.log(JSON.stringify(result, null, 2))

@@ -1,7 +1,7 @@
 /**
  * The `jitbox` command: `jitbox coordinator`, `jitbox worker` and `jitbox sessions`, each serving
- * one part of a namespace over NATS until SIGTERM or SIGINT, and `jitbox mcp`, a session as an MCP
- * server. `main` is what the `jitbox` binary
+ * one part of a namespace over NATS until SIGTERM or SIGINT; `jitbox mcp`, a session as an MCP
+ * server; and `jitbox bench`, timing a tool. `main` is what the `jitbox` binary
  * runs: it parses the arguments, serves, and reports a failure on stderr with its typed error
  * (a bad argument is reported by the parser itself, with the help of the command).
  *
@@ -14,6 +14,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { createRequire } from "node:module"
+import * as BenchCommand from "./BenchCommand.js"
 import * as CoordinatorCommand from "./CoordinatorCommand.js"
 import * as McpCommand from "./McpCommand.js"
 import * as SessionsCommand from "./SessionsCommand.js"
@@ -28,10 +29,11 @@ export type CliError =
   | WorkerCommand.WorkerCommandError
   | SessionsCommand.SessionsCommandError
   | McpCommand.McpCommandError
+  | BenchCommand.BenchCommandError
 
 const command = Command.make("jitbox").pipe(
-  Command.withDescription("Serve the parts of a jitbox namespace over NATS: its coordinator, workers and session hosts; or a session as an MCP server."),
-  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command, McpCommand.command])
+  Command.withDescription("Serve the parts of a jitbox namespace over NATS: its coordinator, workers and session hosts; a session as an MCP server; or time a tool."),
+  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command, McpCommand.command, BenchCommand.command])
 )
 
 /**

@@ -1,6 +1,11 @@
 /**
  * @since 0.1.0
  */
+export * as BenchCommand from "./BenchCommand.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Cli from "./Cli.js"
 
 /**

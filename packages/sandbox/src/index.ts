@@ -47,3 +47,11 @@ export * as ToolError from "./ToolError.js"
  * @since 0.1.0
  */
 export * as WarmPool from "./WarmPool.js"
+
+/**
+ * How a child is launched (prlimit, bubblewrap, seccomp, uid, scrubbed environment), for a caller
+ * measuring the sandbox's floor with a child of its own (@jitbox/bench's raw echo child).
+ *
+ * @since 0.1.0
+ */
+export * as Spawn from "./internal/spawn.js"

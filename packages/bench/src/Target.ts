@@ -1,0 +1,294 @@
+/**
+ * Where a benchmark calls the tool, and the sessions it calls it in:
+ *
+ * - `harness`: a plain `JitHarness` in this process, built from the snapshot (trusted in-process
+ *   code by default, or the harness options given);
+ * - `embedded`: a session of an `Embedded` runtime (coordinator, admission lease, workers with
+ *   sandboxed children, all on the in-memory transport);
+ * - `remote`: a session hosted anywhere, as a `RemoteSession` over NATS.
+ *
+ * `open(depth)` answers a session holding the snapshot's tools and `depth` generated composing
+ * tools (`bench_depth_1` calls the tool, `bench_depth_k` calls `bench_depth_{k-1}`, each through
+ * `harness.callTool`, passing the arguments on). A plain harness and an embedded runtime get a
+ * fresh session per depth (so one depth's calls do not spend another's budget); a remote session is
+ * the one named: the snapshot's tools it lacks (or holds unloaded) and the composing tools are
+ * created (or loaded, and for composing tools updated to the generated code) in it for the run and
+ * unloaded when the target closes; a snapshot tool the session already holds loaded is called as
+ * the session has it. Each target also names the code runner of its direct
+ * floor and, where there is a transport, how to reach the raw floor (see `Floors`).
+ *
+ * @since 0.1.0
+ */
+import { CodeRunner, type CreateToolRequest, JitHarness, type JitHarnessOptions, type JitHarnessSnapshot, JitPolicy, TrustedCodeRunner } from "@jitbox/core"
+import { NatsTransport } from "@jitbox/nats"
+import { Embedded, Ids, RemoteSession, Subject } from "@jitbox/runtime"
+import { SandboxRunner } from "@jitbox/sandbox"
+import type { SandboxConfig } from "@jitbox/sandbox"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import { BenchSetupError, describe } from "./BenchError.js"
+
+/** @since 0.1.0 @category models */
+export type TargetOptions =
+  | {
+    readonly kind: "harness"
+    /** The harness's options (default: trusted in-process code, no policy). */
+    readonly harness?: Omit<JitHarnessOptions, "sessionId"> | undefined
+  }
+  | {
+    readonly kind: "embedded"
+    /** The runtime's options; its `template` is the snapshot. */
+    readonly embedded?: Omit<Embedded.EmbeddedOptions, "template"> | undefined
+  }
+  | {
+    readonly kind: "remote"
+    /** NATS server URL(s). */
+    readonly servers: string | ReadonlyArray<string>
+    readonly credentialsFile?: string | undefined
+    /** Default `default`. */
+    readonly namespace?: string | undefined
+    readonly session: string
+    /** How long one call waits for its reply (default the client's, 30 s). */
+    readonly timeoutMs?: number | undefined
+    /** The sandbox options of the direct floor's runner (default `embeddedWorker.sandbox`'s). */
+    readonly sandbox?: SandboxConfig.SandboxOptions | undefined
+  }
+
+/** What a session of a target does for a benchmark. @since 0.1.0 @category models */
+export interface BenchSession {
+  readonly sessionId: string
+  readonly callTool: (name: string, args: unknown) => Promise<unknown>
+}
+
+/** @since 0.1.0 @category models */
+export interface Target {
+  readonly kind: TargetOptions["kind"]
+  readonly description: string
+  /** The session's id (remote) or the prefix of the benchmark's sessions' ids. */
+  readonly session: string
+  /** A session with `depth` composing tools in front of `tool`; it lives until the scope closes. */
+  readonly open: (depth: number) => Effect.Effect<BenchSession, BenchSetupError, Scope.Scope>
+  /** The runner the direct floor invokes the tool's package on, for as long as the scope is open (its children stop with it). */
+  readonly directRunner: Effect.Effect<CodeRunner.CodeRunnerShape, BenchSetupError, Scope.Scope>
+  /** The NATS connection options of a remote target (its raw floor uses them), else undefined. */
+  readonly nats: NatsTransport.NatsTransportOptions | undefined
+  /** The budgets of a session, where this process knows them (a remote session's are its host's). */
+  readonly budgets: { readonly concurrentInvocations: number; readonly invocations: number } | undefined
+}
+
+/**
+ * The request policy of an embedded benchmark's sessions unless the options give one: every
+ * language, and the widest budgets a policy allows, so a run of many calls is not refused.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const embeddedPolicy = {
+  allowedLanguages: ["JavaScript", "Python", "Bash"],
+  maximumInvocations: 6_400,
+  maximumConcurrentInvocations: 8,
+  maximumTools: 16,
+  maximumRuntimeEnvironments: 16
+} satisfies JitPolicy.JitPolicyInput
+
+/**
+ * The embedded worker's options unless the options give them: as many invocations at once as the
+ * policy allows concurrent ones (a composing call holds its slot while its nested call runs) and as
+ * many warm children.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const embeddedWorker = { concurrency: 8, sandbox: { maximumRuntimeEnvironments: 8 } } as const
+
+const budgetsOf = (policy: JitPolicy.JitPolicyInput | undefined) =>
+  policy === undefined ? undefined : {
+    concurrentInvocations: policy.maximumConcurrentInvocations ?? JitPolicy.make({}).maximumConcurrentInvocations,
+    invocations: policy.maximumInvocations ?? JitPolicy.make({}).maximumInvocations
+  }
+
+/** The name of the composing tool at `depth` (≥ 1). @since 0.1.0 @category constants */
+export const composingName = (depth: number): string => `bench_depth_${depth}`
+
+/** The source of the composing tool at `depth`: it calls the one below (or `tool` at depth 1). @since 0.1.0 @category constants */
+export const composingSource = (depth: number, tool: string): string => {
+  const next = depth === 1 ? tool : composingName(depth - 1)
+  return `export const ${composingName(depth)} = tool({
+  description: ${JSON.stringify(`Benchmark composing tool ${depth}: calls ${next} with its arguments.`)},
+  guidelines: "Generated by jitbox bench for one run."
+}, async (args) => await harness.callTool(${JSON.stringify(next)}, args))
+`
+}
+
+interface Creates {
+  readonly createTool: (request: { readonly source: string; readonly entrypoint: string; readonly language: "javascript" }) => Promise<unknown>
+}
+
+const createComposing = (session: Creates, tool: string, from: number, to: number) =>
+  Effect.tryPromise({
+    try: async () => {
+      for (let d = from; d <= to; d++) await session.createTool({ source: composingSource(d, tool), entrypoint: composingName(d), language: "javascript" })
+    },
+    catch: (error) => new BenchSetupError({ step: `creating the composing tools up to depth ${to}`, detail: describe(error) })
+  })
+
+const setup = <A>(step: string, f: () => Promise<A>) =>
+  Effect.tryPromise({ try: f, catch: (error) => new BenchSetupError({ step, detail: describe(error) }) })
+
+let runs = 0
+
+/**
+ * Builds the target; what it started (a runtime, a connection, a sandbox runner) stops when the
+ * scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  options: TargetOptions,
+  snapshot: JitHarnessSnapshot.JitHarnessSnapshot,
+  tool: string
+): Effect.Effect<Target, BenchSetupError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const taken = snapshot.tools.map((record) => record.name).filter((name) => /^bench_depth_\d+$/.test(name))
+    if (taken.length > 0) {
+      return yield* new BenchSetupError({ step: "reading the snapshot", detail: `its tools ${taken.join(", ")} have the names of the generated composing tools` })
+    }
+    const run = `bench_${process.pid}_${++runs}`
+    const sandboxRunner = (sandbox: SandboxConfig.SandboxOptions | undefined): Effect.Effect<CodeRunner.CodeRunnerShape, BenchSetupError, Scope.Scope> =>
+      SandboxRunner.scoped(sandbox).pipe(
+        Effect.mapError((error) => new BenchSetupError({ step: "starting the direct floor's sandbox runner", detail: describe(error) }))
+      )
+    switch (options.kind) {
+      case "harness": {
+        const harnessOptions = options.harness ?? {}
+        const trusted = (harnessOptions.codeExecution ?? "trusted") === "trusted"
+        const directRunner = Effect.sync(() =>
+          CodeRunner.route([
+            ...(harnessOptions.runners ?? []),
+            ...(trusted ? [TrustedCodeRunner.make({ moduleRoot: harnessOptions.moduleRoot })] : [])
+          ])
+        )
+        let sessions = 0
+        return {
+          kind: "harness",
+          description: `a plain JitHarness in this process (${trusted ? "trusted in-process code" : "the runners given"})`,
+          session: run,
+          directRunner,
+          nats: undefined,
+          budgets: budgetsOf(harnessOptions.policy),
+          open: (depth) =>
+            Effect.gen(function*() {
+              const sessionId = `${run}_${++sessions}`
+              const harness = yield* setup("building the harness from the snapshot", () => JitHarness.fromSnapshot(snapshot, { ...harnessOptions, sessionId }))
+              yield* createComposing(harness, tool, 1, depth)
+              return { sessionId, callTool: (name, args) => harness.callTool(name, args) }
+            })
+        }
+      }
+      case "embedded": {
+        const harness = { policy: embeddedPolicy, ...options.embedded?.harness }
+        const worker = { ...embeddedWorker, ...options.embedded?.worker }
+        const runtime = yield* Embedded.make({
+          ...options.embedded,
+          harness,
+          worker,
+          template: snapshot
+        }).pipe(
+          Effect.mapError((error) => new BenchSetupError({ step: "starting the embedded runtime", detail: describe(error) }))
+        )
+        const directRunner = sandboxRunner(worker.sandbox)
+        let sessions = 0
+        return {
+          kind: "embedded",
+          description: `a session of an embedded runtime (${runtime.workers.length} worker${runtime.workers.length === 1 ? "" : "s"}, sandboxed code, in-memory transport)`,
+          session: run,
+          directRunner,
+          nats: undefined,
+          budgets: budgetsOf(harness.policy),
+          open: (depth) =>
+            Effect.gen(function*() {
+              const sessionId = `${run}_${++sessions}`
+              const session = yield* Effect.try({
+                try: () => runtime.sessions.get(sessionId),
+                catch: (error) => new BenchSetupError({ step: "opening an embedded session", detail: describe(error) })
+              })
+              yield* createComposing(session, tool, 1, depth)
+              yield* Effect.addFinalizer(() => Effect.promise(() => runtime.sessions.forget(sessionId).catch(() => undefined)))
+              return { sessionId, callTool: (name, args) => session.callTool(name, args) }
+            })
+        }
+      }
+      case "remote": {
+        const nats: NatsTransport.NatsTransportOptions = { servers: options.servers, credentialsFile: options.credentialsFile, name: "jitbox-bench" }
+        const namespace = yield* Effect.try({
+          try: () => Ids.namespace(options.namespace ?? "default"),
+          catch: (error) => new BenchSetupError({ step: "reading the namespace", detail: describe(error) })
+        })
+        const transport = yield* Layer.build(NatsTransport.layer(nats)).pipe(
+          Effect.mapError((error) => new BenchSetupError({ step: "connecting to NATS", detail: describe(error) }))
+        )
+        const session = yield* RemoteSession.make(options.session, { prefix: Subject.prefix(namespace), timeoutMs: options.timeoutMs }).pipe(
+          Effect.provide(transport),
+          Effect.mapError((error) => new BenchSetupError({ step: "naming the remote session", detail: describe(error) }))
+        )
+        const directRunner = sandboxRunner(options.sandbox ?? embeddedWorker.sandbox)
+        // what this run created in the session, unloaded (newest first) when the target closes
+        const created: Array<string> = []
+        yield* Effect.addFinalizer(() =>
+          Effect.promise(async () => {
+            for (const name of [...created].reverse()) await session.unloadTool(name).catch(() => undefined)
+          })
+        )
+        const listed = yield* setup("listing the remote session's tools", () => session.listTools())
+        const state = new Map(listed.map((entry) => [entry.name, entry.state]))
+        /** Makes `name` a loaded tool of the session (created, or loaded again if unloaded); with `replace`, also with `request`'s code. */
+        const ensure = (request: CreateToolRequest & { readonly name: string }, replace: boolean) =>
+          setup(`putting the tool ${request.name} in the remote session`, async () => {
+            const current = state.get(request.name)
+            if (current === undefined) {
+              await session.createTool(request)
+              created.push(request.name)
+            } else {
+              if (current === "unloaded") {
+                await session.loadTool(request.name)
+                created.push(request.name)
+              }
+              if (replace) await session.updateTool(request)
+            }
+            state.set(request.name, "loaded")
+          })
+        for (const record of snapshot.tools) {
+          yield* ensure({
+            name: record.name,
+            entrypoint: record.entrypoint,
+            language: record.language,
+            source: record.source,
+            files: record.files,
+            description: record.description,
+            guidelines: record.guidelines,
+            parameters: record.parameters,
+            duration: record.duration
+          }, false)
+        }
+        let deepest = 0
+        return {
+          kind: "remote",
+          description: `the remote session ${options.session} (namespace ${namespace}) over NATS`,
+          session: options.session,
+          directRunner,
+          nats,
+          budgets: undefined,
+          open: (depth) =>
+            Effect.gen(function*() {
+              for (let d = deepest + 1; d <= depth; d++) {
+                yield* ensure({ name: composingName(d), source: composingSource(d, tool), entrypoint: composingName(d), language: "javascript" }, true)
+                deepest = d
+              }
+              return { sessionId: options.session, callTool: (name, args) => session.callTool(name, args) }
+            })
+        }
+      }
+    }
+  })
