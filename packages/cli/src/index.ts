@@ -27,3 +27,8 @@ export * as SessionsCommand from "./SessionsCommand.js"
  * @since 0.1.0
  */
 export * as WorkerCommand from "./WorkerCommand.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Progress from "./Progress.js"
