@@ -2,7 +2,9 @@
  * The `jitbox` command: `jitbox coordinator`, `jitbox worker` and `jitbox sessions`, each serving
  * one part of a namespace over NATS until SIGTERM or SIGINT. `main` is what the `jitbox` binary
  * runs: it parses the arguments, serves, and reports a failure on stderr with its typed error
- * (a bad argument is reported by the parser itself, with the help of the command).
+ * (a bad argument is reported by the parser itself, with the help of the command). The exit codes
+ * are `ExitCode`'s. The operator's commands (`status`, `events tail`, `snapshot`) read a
+ * namespace and serve nothing.
  *
  * @since 0.1.0
  */
@@ -14,18 +16,27 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { createRequire } from "node:module"
 import * as CoordinatorCommand from "./CoordinatorCommand.js"
+import * as EventsCommand from "./EventsCommand.js"
+import * as ExitCode from "./ExitCode.js"
 import * as SessionsCommand from "./SessionsCommand.js"
+import * as StatusCommand from "./StatusCommand.js"
 import * as WorkerCommand from "./WorkerCommand.js"
 
 /** This package's version, from its manifest (beside both `src` and `dist`). @since 0.1.0 @category constants */
 export const version: string = (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
 
 /** What serving any of the commands can fail with (besides a bad argument). @since 0.1.0 @category errors */
-export type CliError = CoordinatorCommand.CoordinatorCommandError | WorkerCommand.WorkerCommandError | SessionsCommand.SessionsCommandError
+export type CliError =
+  | CoordinatorCommand.CoordinatorCommandError
+  | WorkerCommand.WorkerCommandError
+  | SessionsCommand.SessionsCommandError
+  | StatusCommand.StatusCommandError
+  | EventsCommand.EventsCommandError
+  | ExitCode.ExitWith
 
 const command = Command.make("jitbox").pipe(
   Command.withDescription("Serve the parts of a jitbox namespace over NATS: its coordinator, workers and session hosts."),
-  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command])
+  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command, StatusCommand.command, EventsCommand.command])
 )
 
 /**
@@ -59,7 +70,9 @@ export const report = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
   if (Cause.isInterruptedOnly(cause)) return Effect.void
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure)) {
-    return ValidationError.isValidationError(failure.value) ? Effect.void : Console.error(`jitbox: ${describe(failure.value)}`)
+    return ValidationError.isValidationError(failure.value) || failure.value instanceof ExitCode.ExitWith
+      ? Effect.void
+      : Console.error(`jitbox: ${describe(failure.value)}`)
   }
   return Console.error(`jitbox: unexpected failure\n${Cause.pretty(cause)}`)
 }

@@ -117,7 +117,7 @@ export const make = (options: ProgressOptions = {}): Progress => {
   let stopped = false
   const draw = () => {
     if (stopped) return
-    output.write(`${ansi.clearLine}${render(status, Date.now() - started, frame++, output.columns ?? 80)}`)
+    output.write(`${ansi.clearLine}${render(status, Date.now() - started, frame++, output.columns || 80)}`)
   }
   const timer = setInterval(draw, options.intervalMs ?? 100)
   timer.unref()
