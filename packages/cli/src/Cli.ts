@@ -19,6 +19,7 @@ import * as CoordinatorCommand from "./CoordinatorCommand.js"
 import * as EventsCommand from "./EventsCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import * as SessionsCommand from "./SessionsCommand.js"
+import * as SnapshotCommand from "./SnapshotCommand.js"
 import * as StatusCommand from "./StatusCommand.js"
 import * as WorkerCommand from "./WorkerCommand.js"
 
@@ -32,11 +33,12 @@ export type CliError =
   | SessionsCommand.SessionsCommandError
   | StatusCommand.StatusCommandError
   | EventsCommand.EventsCommandError
+  | SnapshotCommand.SnapshotCommandError
   | ExitCode.ExitWith
 
 const command = Command.make("jitbox").pipe(
-  Command.withDescription("Serve the parts of a jitbox namespace over NATS: its coordinator, workers and session hosts."),
-  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command, StatusCommand.command, EventsCommand.command])
+  Command.withDescription("Serve the parts of a jitbox namespace over NATS (its coordinator, workers and session hosts), and look at it: status, events, snapshots."),
+  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command, StatusCommand.command, EventsCommand.command, SnapshotCommand.command])
 )
 
 /**
