@@ -23,7 +23,15 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Cli, ExitCode } from "../src/index.js"
-import { type CliProcess, plain, spawnCli, waitUntil } from "./cliProcess.js"
+import { type CliProcess, descendants, plain, spawnCli, waitUntil } from "./cliProcess.js"
+
+const commandLine = (pid: number): string => {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8")
+  } catch {
+    return ""
+  }
+}
 
 const namespace = `ops_${Math.random().toString(36).slice(2, 8)}`
 const prefix = Subject.prefix(Ids.namespace(namespace))
@@ -168,6 +176,25 @@ describe("jitbox events tail", () => {
     const last = out.slice(out.lastIndexOf("\x1b[J") + 3)
     expect(last).toMatch(new RegExp(`^jitbox events ${namespace} +events 4 +dropped 0 +tools 1`))
     expect(last).toMatch(/\r?\nsquare +\d +\d +\d +(\d+ms ?)+ +\S+ ago/)
+  }, 150_000)
+})
+
+describe("jitbox worker's drain", () => {
+  it("SIGTERM on a terminal draws the drain's progress in place, then stopped; piped, stderr stays empty", async () => {
+    const onTerminal = spawnCli(["worker", "--id", "w2", "--languages", "javascript"], env(), { terminal: true })
+    const piped = spawnCli(["worker", "--id", "w3", "--languages", "javascript"], env())
+    await Promise.all([waitUntil("w2 ready", () => onTerminal.stdout().includes("ready w2"), 90_000), piped.line(/^ready w3$/, 90_000)])
+    // the worker itself runs under `script`: signal the node process, not the terminal's owner
+    const node = descendants(onTerminal.child.pid!).find((pid) => pid !== onTerminal.child.pid && commandLine(pid).includes("bin.ts"))
+    expect(node).toBeDefined()
+    process.kill(node!, "SIGTERM")
+    piped.child.kill("SIGTERM")
+    expect(await onTerminal.exited()).toBe(0)
+    expect(await piped.exited()).toBe(0)
+    expect(onTerminal.stdout()).toMatch(/\r\x1b\[2K\S+ draining w2 /)
+    expect(onTerminal.stdout()).toMatch(/\r\x1b\[2K\x1b\[\?25h[^]*stopped w2/)
+    expect(piped.stdout().trimEnd().split("\n").at(-1)).toBe("stopped w3")
+    expect(piped.stderr()).toBe("")
   }, 150_000)
 })
 
