@@ -6,7 +6,8 @@
  * with the expected revision for a release), so the server itself decides which of two hosts wins.
  * nats-server 2.9 has no per-key TTL: the expiry is the timestamp in the record, compared with
  * the reader's Effect `Clock` (see the runtime's `SessionOwnership` for what that asks of clocks).
- * A release leaves the key's delete marker (the bucket keeps one revision per key).
+ * A release leaves the key's delete marker (the bucket keeps one revision per key). `list` reads
+ * every claim record, without writing or creating anything, for operators (`jitbox status`).
  *
  * @since 0.1.0
  */
