@@ -12,6 +12,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { JitHarness, tool } from "@jitbox/core"
+import { DispatchTracing } from "@jitbox/otel"
+import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base"
 import { Ajv } from "ajv"
 import { z } from "zod"
 import { measure, type Summary } from "./measure.js"
@@ -78,6 +80,32 @@ await run("harness_code_one_async_subscriber", (i) => harness.callTool("add_code
 subscription.close()
 await drain
 
+// 3b. The same code call with @jitbox/otel installed as the harness's sinks (a span and the metrics
+// per call), its spans batched to an exporter that drops them, against a twin harness without.
+const addCodeSource = `export const add_code = tool({ description: "Add two integers.", guidelines: "Use for integer addition.",
+    parameters: ${JSON.stringify(addSchema)} }, async ({ left, right }) => left + right)`
+let dropped = 0
+const dropping: SpanExporter = {
+  export: (spans, done) => {
+    dropped += spans.length
+    done({ code: 0 })
+  },
+  shutdown: () => Promise.resolve()
+}
+const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropping, { maxQueueSize: 1 << 16, maxExportBatchSize: 4096, scheduledDelayMillis: 100 })] })
+const tracing = DispatchTracing.make({ tracer: tracerProvider.getTracer("bench") })
+const untraced = new JitHarness({ tools: [addTool], sessionId: "bench-untraced" })
+const traced = new JitHarness({ tools: [addTool], sessionId: "bench-traced", eventSink: tracing.eventSink, profileSink: tracing.profileSink })
+await untraced.createTool({ entrypoint: "add_code", source: addCodeSource })
+await traced.createTool({ entrypoint: "add_code", source: addCodeSource })
+await run("harness_code_without_otel", (i) => untraced.callTool("add_code", { left: i, right: 1 }))
+await run("harness_code_with_otel_dropping", (i) => traced.callTool("add_code", { left: i, right: 1 }))
+await tracerProvider.forceFlush()
+if (dropped === 0) throw new Error("the tracing sink exported no span")
+await tracerProvider.shutdown()
+await untraced.release()
+await traced.release()
+
 // 4. The peer users would pick: the MCP SDK over its in-memory transport.
 const server = new McpServer({ name: "bench", version: "1.0.0" })
 server.registerTool("add", {
@@ -107,6 +135,7 @@ const ratios = {
   harness_over_minimal_dispatch: median("harness_base") / median("minimal_dispatch"),
   bookkeeping_overhead_vs_minimal: median("harness_base") / median("minimal_dispatch") - 1,
   listener_overhead: median("harness_code_one_listener") / median("harness_code_no_subscriber") - 1,
+  otel_sink_over_without: median("harness_code_with_otel_dropping") / median("harness_code_without_otel"),
   async_subscriber_overhead: median("harness_code_one_async_subscriber") / median("harness_code_no_subscriber") - 1,
   composition_over_plain_dispatch: median("harness_twice_composing_add") / median("harness_base_after_composition"),
   nested_level_over_plain_dispatch:

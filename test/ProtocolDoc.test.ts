@@ -296,6 +296,7 @@ const checkValue = (value: unknown): string | undefined => {
   if (isRecord(value) && "call_capacity" in value) return decodes(SessionProtocol.manageResult.profile, value)
   if (isRecord(value) && "retained_errors" in value) return decodes(SessionProtocol.manageResult.tool_errors, value)
   if (isRecord(value) && "format_version" in value) return decodes(SessionProtocol.manageResult.snapshot, value)
+  if (isRecord(value) && "instructions" in value) return decodes(SessionProtocol.manageResult.definitions, value)
   if (isRecord(value) && "chunks" in value) return decodes(WorkerProtocol.PackageChunk, value)
   return undefined
 }

@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import { randomBytes } from "node:crypto"
-import { type BaseTools, HarnessError, JitHarness } from "@jitbox/core"
+import { type BaseTools, HarnessError, JitHarness, ThrownValue } from "@jitbox/core"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -42,21 +42,6 @@ export interface RunResult {
   /** What this run added to the conversation, in order. */
   readonly messages: ReadonlyArray<Message>
   readonly turns: number
-}
-
-const thrownText = (thrown: unknown): { readonly type: string; readonly text: string } => {
-  const type = typeof thrown === "object" && thrown !== null && "_tag" in thrown && typeof thrown._tag === "string"
-    ? thrown._tag
-    : thrown instanceof Error
-    ? thrown.name
-    : typeof thrown
-  let message: string
-  try {
-    message = thrown instanceof Error ? thrown.message : String(thrown)
-  } catch {
-    message = "(the error could not be formatted)"
-  }
-  return { type, text: `${type}: ${message}` }
 }
 
 const resultText = (value: unknown): string => {
@@ -261,7 +246,7 @@ export class Agent {
           emit({ type: "TOOL_COMPLETED", toolCallId: call.id, toolName: call.name, success: true, errorType: null })
           return toolMessage(call, resultText(outcome.right), false)
         }
-        const { text, type } = thrownText(outcome.left)
+        const { text, type } = ThrownValue.forModel(outcome.left)
         emit({ type: "TOOL_COMPLETED", toolCallId: call.id, toolName: call.name, success: false, errorType: type })
         return toolMessage(call, text, true)
       })

@@ -1,6 +1,7 @@
 /**
  * The `jitbox` command: `jitbox coordinator`, `jitbox worker` and `jitbox sessions`, each serving
- * one part of a namespace over NATS until SIGTERM or SIGINT. `main` is what the `jitbox` binary
+ * one part of a namespace over NATS until SIGTERM or SIGINT, and `jitbox mcp`, a session as an MCP
+ * server. `main` is what the `jitbox` binary
  * runs: it parses the arguments, serves, and reports a failure on stderr with its typed error
  * (a bad argument is reported by the parser itself, with the help of the command). The exit codes
  * are `ExitCode`'s. The operator's commands (`status`, `events tail`, `snapshot`) read a
@@ -18,6 +19,7 @@ import { createRequire } from "node:module"
 import * as CoordinatorCommand from "./CoordinatorCommand.js"
 import * as EventsCommand from "./EventsCommand.js"
 import * as ExitCode from "./ExitCode.js"
+import * as McpCommand from "./McpCommand.js"
 import * as SessionsCommand from "./SessionsCommand.js"
 import * as SnapshotCommand from "./SnapshotCommand.js"
 import * as StatusCommand from "./StatusCommand.js"
@@ -31,14 +33,25 @@ export type CliError =
   | CoordinatorCommand.CoordinatorCommandError
   | WorkerCommand.WorkerCommandError
   | SessionsCommand.SessionsCommandError
+  | McpCommand.McpCommandError
   | StatusCommand.StatusCommandError
   | EventsCommand.EventsCommandError
   | SnapshotCommand.SnapshotCommandError
   | ExitCode.ExitWith
 
 const command = Command.make("jitbox").pipe(
-  Command.withDescription("Serve the parts of a jitbox namespace over NATS (its coordinator, workers and session hosts), and look at it: status, events, snapshots."),
-  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command, StatusCommand.command, EventsCommand.command, SnapshotCommand.command])
+  Command.withDescription(
+    "Serve the parts of a jitbox namespace over NATS (its coordinator, workers and session hosts), or a session as an MCP server; and look at a namespace: status, events, snapshots."
+  ),
+  Command.withSubcommands([
+    CoordinatorCommand.command,
+    WorkerCommand.command,
+    SessionsCommand.command,
+    McpCommand.command,
+    StatusCommand.command,
+    EventsCommand.command,
+    SnapshotCommand.command
+  ])
 )
 
 /**

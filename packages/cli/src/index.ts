@@ -16,6 +16,11 @@ export * as CoordinatorCommand from "./CoordinatorCommand.js"
 /**
  * @since 0.1.0
  */
+export * as McpCommand from "./McpCommand.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Serve from "./Serve.js"
 
 /**

@@ -20,3 +20,22 @@ export class EventSink extends Context.Tag("@jitbox/core/EventSink")<EventSink, 
 
 /** @since 0.1.0 @category layers */
 export const layer = (sink: EventSinkShape): Layer.Layer<EventSink> => Layer.succeed(EventSink, sink)
+
+/**
+ * One sink that gives each event to `first` (when there is one), then to `second`; what `first`
+ * throws does not keep it from `second`. For a layer that adds its sink to one already in the context.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const combine = (first: EventSinkShape | undefined, second: EventSinkShape): EventSinkShape =>
+  first === undefined ? second : {
+    emit: (event) => {
+      try {
+        first.emit(event)
+      } catch {
+        // a sink's failure is its own
+      }
+      second.emit(event)
+    }
+  }

@@ -28,3 +28,22 @@ export class ProfileSink extends Context.Tag("@jitbox/core/ProfileSink")<Profile
 
 /** @since 0.1.0 @category layers */
 export const layer = (sink: ProfileSinkShape): Layer.Layer<ProfileSink> => Layer.succeed(ProfileSink, sink)
+
+/**
+ * One sink that gives each record to `first` (when there is one), then to `second`; what `first`
+ * throws does not keep it from `second`. For a layer that adds its sink to one already in the context.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const combine = (first: ProfileSinkShape | undefined, second: ProfileSinkShape): ProfileSinkShape =>
+  first === undefined ? second : {
+    record: (record) => {
+      try {
+        first.record(record)
+      } catch {
+        // a sink's failure is its own
+      }
+      second.record(record)
+    }
+  }

@@ -1,6 +1,8 @@
 /**
  * What the harness keeps of a thrown value: its type name and its message, or `null` when it
- * cannot be formatted (a non-Error value, a throwing `message` getter or `toString`; ERR-12).
+ * cannot be formatted (a non-Error value, a throwing `message` getter or `toString`; ERR-12);
+ * and how a failed call reads to the model (`forModel`), whoever offers the tools: the agent loop,
+ * an MCP server.
  *
  * @since 0.1.0
  */
@@ -36,4 +38,35 @@ export const message = (thrown: unknown): string | null => {
   } catch {
     return null
   }
+}
+
+/**
+ * How a failed call reads to the model: `<type>: <message>`, the type being the error's `_tag`,
+ * else its `name`, else `typeof`; a value that cannot be formatted says so instead of throwing. A
+ * failure carried across a process boundary (`ToolFailure`) reads as it would where it was thrown.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const forModel = (thrown: unknown): { readonly type: string; readonly text: string } => {
+  let type: string
+  let text: string
+  try {
+    const tagged = typeof thrown === "object" && thrown !== null ? thrown as { _tag?: unknown; errorType?: unknown } : undefined
+    type = tagged?._tag === "ToolFailure" && typeof tagged.errorType === "string"
+      ? tagged.errorType
+      : typeof tagged?._tag === "string"
+      ? tagged._tag
+      : thrown instanceof Error
+      ? thrown.name
+      : typeof thrown
+  } catch {
+    type = "Unknown"
+  }
+  try {
+    text = thrown instanceof Error ? thrown.message : String(thrown)
+  } catch {
+    text = "(the error could not be formatted)"
+  }
+  return { type, text: `${type}: ${text}` }
 }

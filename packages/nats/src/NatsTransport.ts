@@ -113,7 +113,12 @@ const noHeaders: Transport.Headers = Object.freeze({})
 const fromNatsHeaders = (headers: MsgHdrs | undefined): Transport.Headers => {
   if (headers === undefined) return noHeaders
   const out: Record<string, string> = {}
-  for (const key of headers.keys()) out[key] = headers.get(key)
+  let count = 0
+  for (const key of headers.keys()) {
+    // whoever published it may be anyone: keep a bounded number of headers
+    if (++count > Transport.headerLimits.count) break
+    out[key] = headers.get(key)
+  }
   return out
 }
 

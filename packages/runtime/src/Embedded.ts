@@ -30,6 +30,7 @@ import * as Ids from "./Ids.js"
 import * as Ledger from "./Ledger.js"
 import * as MemoryTransport from "./MemoryTransport.js"
 import * as RemoteCodeRunner from "./RemoteCodeRunner.js"
+import * as SessionLeases from "./SessionLeases.js"
 import * as Sessions from "./Sessions.js"
 import * as SnapshotStore from "./SnapshotStore.js"
 import * as StreamPublisher from "./StreamPublisher.js"
@@ -71,6 +72,8 @@ export interface Embedded {
   readonly coordinator: Coordinator.Coordinator
   /** The in-memory transport everything talks over (subscribe to `Subject.everything(prefix)` to watch it). */
   readonly transport: Transport.TransportShape
+  /** The leases of the admitted sessions (for a gauge of the budgets left). */
+  readonly leases: SessionLeases.SessionLeasesShape
 }
 
 /** The widest policy a host can allow: every language, every budget at its maximum. */
@@ -131,7 +134,14 @@ export const make = (
       activation: true,
       admission: { profile, deploymentConsent: options.deploymentConsent ?? true }
     }).pipe(Effect.provide(Context.merge(base, seams)))
-    return { prefix, sessions, workers, coordinator, transport: Context.get(base, Transport.Transport) }
+    return {
+      prefix,
+      sessions,
+      workers,
+      coordinator,
+      transport: Context.get(base, Transport.Transport),
+      leases: Context.get(seams, SessionLeases.SessionLeases)
+    }
   })
 
 /** @since 0.1.0 @category models */

@@ -16,6 +16,8 @@
  * - a session admitted by the coordinator (`Sessions` with `admission`) is found in
  *   `SessionLeases`: each message carries its lease id, which the worker checks with the
  *   coordinator, and goes to its profile's pool (`location`) or pinned worker (`sandboxNodeId`);
+ * - with a `TraceContext` in the context, an invocation carries the call's trace context in its
+ *   headers, and a nested call is dispatched in the context its request carried;
  * - `release` forgets the activation; a session with no activation left stops serving its
  *   package and nested subjects.
  *
@@ -36,6 +38,7 @@ import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import { attempt, failed, okValue, valueOf } from "./internal/replies.js"
 import * as Subject from "./Subject.js"
+import * as TraceContext from "./TraceContext.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
 import type * as WireError from "./WireError.js"
@@ -128,6 +131,7 @@ export const make = (
   Effect.gen(function*() {
     const transport = yield* Transport.Transport
     const leases = Option.getOrUndefined(yield* Effect.serviceOption(SessionLeases.SessionLeases))
+    const trace = yield* TraceContext.current
     const runtime = yield* Effect.runtime<never>()
     const run = Runtime.runPromise(runtime)
     const outer = yield* Effect.scope
@@ -167,7 +171,9 @@ export const make = (
       const subject = request.subject
       const message = Envelope.decode(WorkerProtocol.NestedRequest, request.data, subject)
       if (message instanceof TransportError) return Envelope.error(message)
-      return attempt(() => entry.host.callTool(message.parent_call_id, message.name, message.args ?? {})).then(
+      const host = entry.host
+      const dispatch = () => host.callTool(message.parent_call_id, message.name, message.args ?? {})
+      return attempt(() => trace.nested(host.sessionId, request.headers, dispatch)).then(
         (value) => okValue(value, `the result of '${message.name}'`, subject),
         failed(message.name)
       )
@@ -271,7 +277,8 @@ export const make = (
       deadline: number,
       graceMs: number,
       signal?: AbortSignal,
-      watched?: Watched
+      watched?: Watched,
+      headers?: Transport.Headers
     ): Promise<unknown> => {
       // Busy answers are retried after a pause that doubles from busyRetryMs up to 32 times it
       let pause = busyRetryMs
@@ -279,7 +286,7 @@ export const make = (
         if (watched !== undefined) watched.lastHeard = Date.now()
         const timeoutMs = Math.max(1, deadline + graceMs - clock.unsafeCurrentTimeMillis())
         try {
-          const reply = await transport.request(subject, body, { timeoutMs, signal })
+          const reply = await transport.request(subject, body, { timeoutMs, signal, headers })
           const answer = valueOf(reply, subject)
           return "value" in answer ? answer.value : rethrow(answer)
         } catch (error) {
@@ -393,7 +400,8 @@ export const make = (
           now + (timeoutMs ?? options.timeoutMs ?? defaults.timeoutMs),
           timeoutMs === null ? 0 : options.deadlineGraceMs ?? defaults.deadlineGraceMs,
           lost.signal,
-          watched
+          watched,
+          trace.invocationHeaders(context)
         )
       } finally {
         unwatch(watched)

@@ -23,7 +23,7 @@
  * @since 0.1.0
  */
 import { HarnessError, JitHarnessSnapshot, JitToolEvent } from "@jitbox/core"
-import type { CreateToolRequest, JitHarnessProfile, ToolAck, ToolErrorReport, UpdateToolRequest } from "@jitbox/core"
+import type { CreateToolRequest, Exposure, JitHarnessProfile, SessionDefinitions, ToolAck, ToolErrorReport, UpdateToolRequest } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -201,7 +201,11 @@ export class RemoteSession implements SessionApi {
     return this.manageRequest("snapshot", {}, JitHarnessSnapshot.JitHarnessSnapshot)
   }
 
-  /** Releases the session's toolbox where it is hosted; nothing when it is not active anywhere. */
+  /** What to offer a model speaking `protocol`: the session's instruction block and the tools it can call now. */
+  definitions(protocol: Exposure.ModelProtocol): Promise<SessionDefinitions> {
+    return this.manageRequest("definitions", { protocol }, SessionProtocol.manageResult.definitions)
+  }
+
   /**
    * Calls `listener` with each event of the session until the returned function is called (it
    * resolves once the subscription is gone). Resolves once the subscription is in place.
@@ -213,6 +217,7 @@ export class RemoteSession implements SessionApi {
     return () => Effect.runPromise(Scope.close(scope, Exit.void))
   }
 
+  /** Releases the session's toolbox where it is hosted; nothing when it is not active anywhere. */
   forget(): Promise<void> {
     return this.transport.request(this.manage, Envelope.encode("forget"), { timeoutMs: this.timeoutMs }).then(
       (reply) => {
@@ -291,6 +296,12 @@ export const toolErrors = (
 /** @since 0.1.0 @category reading */
 export const snapshot = (session: RemoteSession): Effect.Effect<JitHarnessSnapshot.JitHarnessSnapshot, WireError.WireError> =>
   lift(() => session.snapshot())
+
+/** @since 0.1.0 @category reading */
+export const definitions = (
+  session: RemoteSession,
+  protocol: Exposure.ModelProtocol
+): Effect.Effect<SessionDefinitions, WireError.WireError> => lift(() => session.definitions(protocol))
 
 /** @since 0.1.0 @category lifecycle */
 export const forget = (session: RemoteSession): Effect.Effect<void, WireError.WireError> => lift(() => session.forget())

@@ -156,6 +156,7 @@ export const make = (
       profile: (name, options) => counted(() => built.profile(name, page(options))),
       toolErrors: (name, options) => counted(() => built.toolErrors(name, page(options))),
       snapshot: () => counted(() => built.snapshot()),
+      definitions: (protocol) => counted(() => built.definitions(protocol)),
       forget: () => options.onForget === undefined ? Promise.resolve() : options.onForget()
     }
 

@@ -12,8 +12,8 @@
  *
  * @since 0.1.0
  */
-import type { JitHarnessProfile, JitHarnessSnapshot, ToolErrorReport } from "@jitbox/core"
-import type { CreateToolRequest, ToolAck, UpdateToolRequest } from "@jitbox/core"
+import type { Exposure, JitHarnessProfile, JitHarnessSnapshot, ToolErrorReport } from "@jitbox/core"
+import type { CreateToolRequest, SessionDefinitions, ToolAck, UpdateToolRequest } from "@jitbox/core"
 import type * as SessionProtocol from "./SessionProtocol.js"
 
 /** @since 0.1.0 @category models */
@@ -49,6 +49,8 @@ export interface SessionApi {
   readonly profile: (name?: string, page?: PageOptions) => Promise<JitHarnessProfile.JitHarnessProfile>
   readonly toolErrors: (name?: string, page?: PageOptions) => Promise<ToolErrorReport.ToolErrorReport>
   readonly snapshot: () => Promise<JitHarnessSnapshot.JitHarnessSnapshot>
+  /** What to offer a model speaking `protocol` (core's `Session.definitions`): the instruction block and the tools it can call now. */
+  readonly definitions: (protocol: Exposure.ModelProtocol) => Promise<SessionDefinitions>
   /** Releases the session's in-memory toolbox (LIFE-06); its stored snapshot stays, and its next use activates it again. */
   readonly forget: () => Promise<void>
 }

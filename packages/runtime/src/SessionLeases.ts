@@ -6,6 +6,7 @@
  * (`sandboxNodeId`) of the session's profile.
  *
  * `RemoteCodeRunner.layer` provides one with the runner; a `Sessions` built on that layer sees it.
+ * A gauge of the budgets left (`@jitbox/otel`'s `Metrics.watchLeases`) reads `entries`.
  *
  * @since 0.1.0
  */
@@ -23,6 +24,8 @@ export interface SessionLease {
   readonly location: string | undefined
   /** The one worker the session's profile pins its code to. */
   readonly sandboxNodeId: string | undefined
+  /** Invocations the lease has left now (granted minus spent); for gauges. */
+  readonly invocationsLeft?: (() => number) | undefined
 }
 
 /** @since 0.1.0 @category models */
@@ -30,6 +33,8 @@ export interface SessionLeasesShape {
   /** Registers the session's lease until the scope closes. */
   readonly register: (sessionId: Ids.SessionId, lease: SessionLease) => Effect.Effect<void, never, Scope.Scope>
   readonly get: (sessionId: string) => SessionLease | undefined
+  /** Every lease registered now, by session id. */
+  readonly entries: () => ReadonlyArray<readonly [string, SessionLease]>
 }
 
 /** @since 0.1.0 @category tags */
@@ -44,7 +49,8 @@ export const make = (): SessionLeasesShape => {
         Effect.sync(() => {
           if (leases.get(sessionId) === lease) leases.delete(sessionId)
         })),
-    get: (sessionId) => leases.get(sessionId)
+    get: (sessionId) => leases.get(sessionId),
+    entries: () => [...leases]
   }
 }
 

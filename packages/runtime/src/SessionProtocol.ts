@@ -11,6 +11,7 @@
  * | `session.<sid>.manage` | `profile` {name?, offset?, limit?} | a `JitHarnessProfile` |
  * | `session.<sid>.manage` | `tool_errors` {name?, offset?, limit?} | a `ToolErrorReport` |
  * | `session.<sid>.manage` | `snapshot` | a `JitHarnessSnapshot` |
+ * | `session.<sid>.manage` | `definitions` {protocol} | what to offer a model: `{instructions, tools}` |
  * | `session.<sid>.manage` | `forget` | none; the session is released after the reply |
  * | `sessions.activate` | `activate` {session_id} | none; the session serves its subjects |
  *
@@ -20,7 +21,7 @@
  *
  * @since 0.1.0
  */
-import { JitHarnessProfile, JitHarnessSnapshot, ToolErrorReport } from "@jitbox/core"
+import { Exposure, JitHarnessProfile, JitHarnessSnapshot, ToolErrorReport } from "@jitbox/core"
 import * as Schema from "effect/Schema"
 import * as Ids from "./Ids.js"
 import * as WireError from "./WireError.js"
@@ -64,6 +65,7 @@ export const manageRequests = {
   profile: Schema.Struct({ v: V, kind: Schema.Literal("profile"), ...Page }),
   tool_errors: Schema.Struct({ v: V, kind: Schema.Literal("tool_errors"), ...Page }),
   snapshot: Schema.Struct({ v: V, kind: Schema.Literal("snapshot") }),
+  definitions: Schema.Struct({ v: V, kind: Schema.Literal("definitions"), protocol: Schema.Literal(...Object.values(Exposure.ModelProtocol)) }),
   forget: Schema.Struct({ v: V, kind: Schema.Literal("forget") })
 } as const
 
@@ -106,6 +108,20 @@ export const CatalogEntry = Schema.Struct({
   description: Schema.NullOr(Schema.String)
 })
 
+/** A tool to offer the model (core's `SessionTool`), snake_case on the wire. @since 0.1.0 @category schemas */
+export const SessionTool = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  parameters: JsonObject,
+  deferLoading: Schema.propertySignature(Schema.Boolean).pipe(Schema.fromKey("defer_loading")),
+  executionMode: Schema.propertySignature(Schema.Literal("parallel", "serial")).pipe(Schema.fromKey("execution_mode")),
+  management: Schema.Boolean,
+  guidelines: Schema.NullOr(Schema.String)
+})
+
+/** What `definitions` answers: core's `SessionDefinitions` for the protocol asked. @since 0.1.0 @category schemas */
+export const SessionDefinitions = Schema.Struct({ instructions: Schema.String, tools: Schema.Array(SessionTool) })
+
 /** The value each manage kind answers with. @since 0.1.0 @category schemas */
 export const manageResult = {
   create_tool: ToolAck,
@@ -116,5 +132,6 @@ export const manageResult = {
   profile: JitHarnessProfile.JitHarnessProfile,
   tool_errors: ToolErrorReport.ToolErrorReport,
   snapshot: JitHarnessSnapshot.JitHarnessSnapshot,
+  definitions: SessionDefinitions,
   forget: Schema.Void
 } as const

@@ -392,7 +392,8 @@ export const make = (
           yield* leases.register(sessionId, {
             leaseId: () => leased.lease().id,
             location: leased.location,
-            sandboxNodeId: leased.capability.sandboxNodeId
+            sandboxNodeId: leased.capability.sandboxNodeId,
+            invocationsLeft: () => Math.max(0, leased.lease().invocations - leased.usage().invocations)
           })
         }
         return leased

@@ -22,6 +22,7 @@ import type { JitToolEvent } from "@jitbox/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Envelope from "./Envelope.js"
@@ -174,7 +175,8 @@ export const make = (
 
 /**
  * The core's `EventSink` and `ProfileSink`, publishing on the transport: provide it to `Sessions`
- * (or `Harness.make`) so every session's events and records leave the process.
+ * (or `Harness.make`) so every session's events and records leave the process. Sinks already in
+ * the context (an OpenTelemetry layer's) go on receiving everything, before the publisher.
  *
  * @since 0.1.0
  * @category layers
@@ -183,6 +185,12 @@ export const layer = (
   options: StreamPublisherOptions
 ): Layer.Layer<EventSink.EventSink | ProfileSink.ProfileSink, never, Transport.Transport> =>
   Layer.scopedContext(
-    Effect.map(make(options), (publisher) =>
-      Context.make(EventSink.EventSink, publisher.events).pipe(Context.add(ProfileSink.ProfileSink, publisher.profile)))
+    Effect.gen(function*() {
+      const publisher = yield* make(options)
+      const events = Option.getOrUndefined(yield* Effect.serviceOption(EventSink.EventSink))
+      const profile = Option.getOrUndefined(yield* Effect.serviceOption(ProfileSink.ProfileSink))
+      return Context.make(EventSink.EventSink, EventSink.combine(events, publisher.events)).pipe(
+        Context.add(ProfileSink.ProfileSink, ProfileSink.combine(profile, publisher.profile))
+      )
+    })
   )

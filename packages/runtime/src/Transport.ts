@@ -33,6 +33,16 @@ export type Payload = string | Uint8Array
 /** Message headers: one value per name. @since 0.1.0 @category models */
 export type Headers = Readonly<Record<string, string>>
 
+/**
+ * The most headers one message may carry, and their most encoded bytes (names and values): more is
+ * refused `InvalidArgument` before the wire, and a layer reading a message from elsewhere keeps
+ * at most `count` of its headers.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const headerLimits: { readonly count: number; readonly bytes: number } = Status.headerLimits
+
 /** A message received: a reply, or one read from a subscription. @since 0.1.0 @category models */
 export interface Message {
   readonly subject: string

@@ -17,6 +17,9 @@
  * - **Nested calls**: a child's `harness.callTool` goes back to the owning session on
  *   `session.<sid>.nested`, naming the running call's id; the session resolves parent and depth
  *   from its own table.
+ * - **Trace context**: with a `TraceContext` in the context, an invocation is opened from the
+ *   headers its request carried and its nested calls carry the headers it answers (they are never
+ *   read for authority).
  * - **Admission**: unless `requireAdmission` is `false`, every request must carry the session's
  *   lease id, and the worker asks the coordinator (`coordinator.verify`) for that lease's facts,
  *   kept for a quarter of the lease's lifetime (at most 30 s): a lease the coordinator does not
@@ -38,7 +41,7 @@
  */
 import type { CodeLanguage, CodeRunner } from "@jitbox/core"
 import { SandboxRunner, type SandboxConfig } from "@jitbox/sandbox"
-import { HarnessError } from "@jitbox/core"
+import { HarnessError, ThrownValue } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
@@ -49,6 +52,7 @@ import * as Ids from "./Ids.js"
 import { failed, okValue, valueOf } from "./internal/replies.js"
 import * as ServiceDiscovery from "./ServiceDiscovery.js"
 import * as Subject from "./Subject.js"
+import * as TraceContext from "./TraceContext.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
 import * as WorkerCapacity from "./WorkerCapacity.js"
@@ -142,6 +146,7 @@ interface Running {
   readonly callId: string
   readonly controller: AbortController
   readonly deadline: number | null
+  readonly trace: TraceContext.InvocationTrace
 }
 
 const workerIds = Ids.generator<Ids.WorkerId>("worker")
@@ -163,6 +168,7 @@ const key = (sessionId: string, versionId: string): string => `${sessionId}\u000
 export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportError, Scope.Scope | Transport.Transport> =>
   Effect.gen(function*() {
     const transport = yield* Transport.Transport
+    const trace = yield* TraceContext.current
     const prefix = options.prefix
     const workerId = options.workerId === undefined ? workerIds() : Ids.workerId(options.workerId)
     const pool = Ids.poolName(options.pool ?? defaults.pool)
@@ -258,7 +264,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
           const reply = await transport.request(
             subject,
             Envelope.withValue("nested", { parent_call_id: parentCallId, name }, "args", body),
-            { timeoutMs, signal: parent?.controller.signal }
+            { timeoutMs, signal: parent?.controller.signal, headers: parent?.trace.headers }
           )
           const answer = valueOf(reply, subject)
           if (!("value" in answer)) throw answer
@@ -321,7 +327,12 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       return entry
     }
 
-    const invoke = async (request: WorkerProtocol.InvokeRequest, drained: AbortSignal, subject: string): Promise<string> => {
+    const invoke = async (
+      request: WorkerProtocol.InvokeRequest,
+      drained: AbortSignal,
+      subject: string,
+      headers: Transport.Headers
+    ): Promise<string> => {
       const entry = activation(request)
       entry.inflight++
       const runningKey = key(request.session_id, request.call_id)
@@ -332,8 +343,17 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       // a backstop for a cancel that never comes: at the deadline itself the session's harness
       // times the call out and cancels it, and must not race the worker's own abort
       const timer = deadline === null ? undefined : setTimeout(abort, Math.max(0, deadline - Date.now()) + DeadlineBackstopMs)
-      running.set(runningKey, { sessionId: request.session_id, callId: request.call_id, controller, deadline })
+      const traced = trace.startInvocation(headers, {
+        workerId,
+        sessionId: request.session_id,
+        toolName: request.tool_name,
+        callId: request.call_id,
+        parentCallId: request.parent_call_id,
+        depth: request.depth
+      })
+      running.set(runningKey, { sessionId: request.session_id, callId: request.call_id, controller, deadline, trace: traced })
       let finished = false
+      let errorType: string | null = null
       try {
         await entry.ready
         const result = await sandbox.invoke(
@@ -355,6 +375,9 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
         )
         finished = true
         return okValue(result, `the result of '${request.tool_name}'`, subject)
+      } catch (error) {
+        errorType = ThrownValue.errorType(error)
+        throw error
       } finally {
         if (timer !== undefined) clearTimeout(timer)
         drained.removeEventListener("abort", abort)
@@ -362,6 +385,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
         entry.inflight--
         evict()
         const outcome = finished ? "ok" : controller.signal.aborted ? "cancelled" : "failed"
+        traced.end(outcome, errorType)
         try {
           options.onInvocation?.({ workerId, sessionId: request.session_id, toolName: request.tool_name, callId: request.call_id, outcome })
         } catch {
@@ -384,7 +408,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
         admitted(message, pinned).then(() =>
           message.kind === "activate"
             ? activation(message).ready.then((metadata) => Envelope.ok(JSON.stringify(metadata)))
-            : invoke(message, request.signal, subject)
+            : invoke(message, request.signal, subject, request.headers)
         ).catch(failed(message.tool_name))
       if (!pinned) return work()
       // a pinned worker runs one request at a time, whatever its language

@@ -76,6 +76,11 @@ export * as Subject from "./Subject.js"
 /**
  * @since 0.1.0
  */
+export * as TraceContext from "./TraceContext.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Transport from "./Transport.js"
 
 /**

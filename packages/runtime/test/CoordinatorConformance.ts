@@ -238,7 +238,7 @@ export const coordinatorConformance = (
         assert.isFalse(again.leased.trySpendInvocation())
         // known spent from the admission itself, before any renewal: a call is refused BudgetExhausted, not "being asked for"
         assert.strictEqual(again.leased.renewals(), 0)
-        assert.isUndefined(again.leased.refusal())
+        assert.isUndefined(again.leased.refusal!())
         yield* again.close
         yield* second.stop
       })))

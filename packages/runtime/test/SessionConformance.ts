@@ -187,6 +187,21 @@ export const sessionConformance = (name: string, makeLayer: () => Layer.Layer<Tr
         assert.deepStrictEqual(catalog.map((entry) => entry.name).sort(), ["add", "big", "echo", "explode", "twice"])
       }))
 
+    it.scopedLive("definitions cross the wire as the harness answers them, for each protocol", () =>
+      Effect.gen(function*() {
+        const w = yield* world()
+        const { host } = yield* w.host()
+        const session = w.remote("s1")
+        yield* Effect.promise(() => session.createTool({ entrypoint: "twice", source: twiceSource }))
+        const harness = (yield* host.activate(Ids.sessionId("s1"))).harness
+        for (const protocol of ["responses", "chat_completions", "anthropic_messages"] as const) {
+          const remote = yield* Effect.promise(() => session.definitions(protocol))
+          assert.deepStrictEqual(remote, harness.definitions(protocol))
+        }
+        const names = (yield* RemoteSession.definitions(session, "chat_completions")).tools.map((tool) => tool.name)
+        assert.includeMembers(names, ["add", "twice", "create_tool"])
+      }))
+
     it.scopedLive("typed errors cross the wire as the classes an in-process caller gets", () =>
       Effect.gen(function*() {
         const w = yield* world()

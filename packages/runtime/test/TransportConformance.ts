@@ -116,6 +116,39 @@ export const transportConformance = (name: string, makeLayer: () => Layer.Layer<
         })
       ))
 
+    it.scopedLive("headers: trace context reaches subscribers and responders, and comes back in replies; more than the bounds is refused", () =>
+      withTransport((transport) =>
+        Effect.gen(function*() {
+          const prefix = freshPrefix()
+          const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+          const tracestate = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+          const subject = Subject.sessionNested(prefix, sid("s1"))
+          const seen: Array<Transport.Headers> = []
+          yield* transport.serve(subject, { concurrency: 1 }, (request) => {
+            seen.push(request.headers)
+            return { payload: "ok", headers: { traceparent: request.headers.traceparent ?? "none" } }
+          })
+          const reply = yield* Effect.promise(() => transport.request(subject, "x", { timeoutMs: 5_000, headers: { traceparent, tracestate } }))
+          assert.deepStrictEqual(seen.map((headers) => [headers.traceparent, headers.tracestate]), [[traceparent, tracestate]])
+          assert.strictEqual(reply.headers.traceparent, traceparent)
+          const plain = yield* Effect.promise(() => transport.request(subject, "y", { timeoutMs: 5_000 }))
+          assert.strictEqual(plain.headers.traceparent, "none")
+          assert.isUndefined(seen[1]!.traceparent)
+
+          const events = yield* transport.subscribe(Subject.sessionEvents(prefix, sid("s1")))
+          transport.publish(Subject.events(prefix, sid("s1"), tok("traced")), "t", { traceparent })
+          const [message] = yield* collect(events, 1)
+          assert.strictEqual(message!.headers.traceparent, traceparent)
+
+          const many: Record<string, string> = {}
+          for (let i = 0; i <= Transport.headerLimits.count; i++) many[`X-H${i}`] = "v"
+          assert.strictEqual(thrown(() => transport.publish(subject, "x", many)).reason, "InvalidArgument")
+          const huge = { tracestate: "a".repeat(Transport.headerLimits.bytes) }
+          assert.strictEqual((yield* rejection(transport.request(subject, "x", { timeoutMs: 5_000, headers: huge }))).reason, "InvalidArgument")
+          assert.lengthOf(seen, 2)
+        })
+      ))
+
     it.scopedLive("no responders: a TransportError NoResponders at once, not a timeout", () =>
       withTransport((transport) =>
         Effect.gen(function*() {

@@ -6,6 +6,7 @@
  * envelope. Plain Promise code: it runs once per remote call.
  */
 import type { CreateToolRequest, UpdateToolRequest } from "@jitbox/core"
+import * as Schema from "effect/Schema"
 import * as Envelope from "../Envelope.js"
 import type { SessionApi } from "../SessionApi.js"
 import * as SessionProtocol from "../SessionProtocol.js"
@@ -23,6 +24,8 @@ const result = (name: string, subject: string) => (value: unknown): string => {
 
 /** Answers a manage result: harness-made data, bounded by the transport's `max_payload`. */
 const managed = (value: unknown): string => Envelope.ok(value === undefined ? undefined : JSON.stringify(value))
+
+const encodeDefinitions = Schema.encodeSync(SessionProtocol.SessionDefinitions)
 
 /** Runs `f`, turning a synchronous throw into a rejection. */
 const attempt = <A>(f: () => A | Promise<A>): Promise<A> => {
@@ -92,6 +95,8 @@ const run = (api: SessionApi, message: SessionProtocol.ManageRequest): Promise<s
       return attempt(() => api.toolErrors(message.name, { offset: message.offset, limit: message.limit })).then(managed, failure("tool_errors"))
     case "snapshot":
       return attempt(() => api.snapshot()).then(managed, failure("snapshot"))
+    case "definitions":
+      return attempt(() => api.definitions(message.protocol)).then((value) => managed(encodeDefinitions(value)), failure("definitions"))
     case "forget":
       return attempt(() => api.forget()).then(managed, failure("forget"))
   }

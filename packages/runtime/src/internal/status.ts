@@ -27,13 +27,21 @@ export const payloadSize = (data: Uint8Array, headers: Headers | undefined): num
 
 const headerName = /^[!-9;-~]+$/
 
+/** Bounds of the headers of one message: how many, and their encoded bytes (names and values). */
+export const headerLimits = { count: 32, bytes: 8_192 } as const
+
 /** What is wrong with `headers`, or undefined. */
 export const checkHeaders = (headers: Headers): string | undefined => {
+  let count = 0
+  let bytes = 0
   for (const key in headers) {
+    if (++count > headerLimits.count) return `more than ${headerLimits.count} headers`
     if (!headerName.test(key)) return `a header name ${JSON.stringify(key)} that is not printable ASCII without ":" or spaces`
     const value = headers[key]
     if (typeof value !== "string") return `a header ${key} whose value is not a string`
     if (/[\r\n]/.test(value)) return `a header ${key} whose value holds a line break`
+    bytes += key.length + encoder.encode(value).length
+    if (bytes > headerLimits.bytes) return `headers of more than ${headerLimits.bytes} bytes`
   }
   return undefined
 }

@@ -1,0 +1,215 @@
+/**
+ * `jitbox mcp`: a jitbox session as an MCP server (`@jitbox/mcp`), for an MCP host (Claude
+ * Desktop, an IDE, an agent framework) to offer its tools to a model.
+ *
+ * - Where it listens: stdio by default (the host starts the command; nothing but MCP goes to
+ *   stdout, logs go to stderr, and it stops when stdin ends), or Streamable HTTP with `--http
+ *   PORT` (on `--host`, 127.0.0.1 by default), where each MCP session gets a session of its own.
+ * - Which session: a fresh one, or one from `--snapshot FILE` (each new session a copy of it), run
+ *   in this process with code tools sandboxed in subprocesses (`SandboxRunner`); or, with
+ *   `--session SID`, the session SID of a namespace, hosted by `jitbox sessions` and reached over
+ *   NATS (`--server`, `--creds`, `--namespace`, as every command). Over HTTP every MCP session
+ *   then serves that one session.
+ *
+ * Exit codes: 0 when it stopped (stdin ended, SIGTERM, SIGINT); 1 when it could not start (a bad
+ * argument, a snapshot that does not load or activate, NATS or the session unreachable, a port in
+ * use).
+ *
+ * @since 0.1.0
+ */
+import { Command, HelpDoc, Options } from "@effect/cli"
+import { HarnessError, JitHarness, JitHarnessSnapshot, type JitPolicy } from "@jitbox/core"
+import { HttpServer, McpError, ServedSession, StdioServer } from "@jitbox/mcp"
+import { NatsTransport } from "@jitbox/nats"
+import { RemoteSession, type TransportError } from "@jitbox/runtime"
+import { SandboxRunner } from "@jitbox/sandbox"
+import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as Connection from "./Connection.js"
+import * as Serve from "./Serve.js"
+import * as SessionsCommand from "./SessionsCommand.js"
+
+/** @since 0.1.0 @category options */
+export const http = Options.integer("http").pipe(
+  Options.withDescription("Serve MCP Streamable HTTP on this port (0: a free one) at /mcp, instead of stdio"),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const host = Options.text("host").pipe(
+  Options.withDescription(`The address --http listens on (default ${HttpServer.defaults.host}: this machine only)`),
+  Options.withDefault(HttpServer.defaults.host)
+)
+
+/** @since 0.1.0 @category options */
+export const snapshot = Options.file("snapshot", { exists: "yes" }).pipe(
+  Options.withDescription("Start each session as a copy of this snapshot (a JSON file saved by a harness); default: an empty toolbox"),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const session = Options.text("session").pipe(
+  Options.withDescription("Serve this session of the namespace, hosted by `jitbox sessions` and reached over NATS (--server, --creds, --namespace)"),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const inspectionTools = Options.choice("inspection-tools", ["always", "deferred", "hidden"] as const).pipe(
+  Options.withDescription("Which inspection tools a local session offers (hidden: none of read_tool_source, inspect_tool_calls, …); default deferred, which MCP lists like always"),
+  Options.withDefault("deferred" as const)
+)
+
+/** @since 0.1.0 @category options */
+export const maxSessions = Options.integer("max-sessions").pipe(
+  Options.withDescription(`With --http: MCP sessions served at once (default ${HttpServer.defaults.maxSessions})`),
+  Options.withDefault(HttpServer.defaults.maxSessions)
+)
+
+/** @since 0.1.0 @category options */
+export const idleTimeout = Options.text("idle-timeout").pipe(
+  Options.withDescription("With --http: an MCP session without a request for this long (and no call running) is closed: 500ms, 30s, 5m, 1h (default 5m)"),
+  Options.withDefault("5m"),
+  Options.mapTryCatch(SessionsCommand.parseDuration, (error) => HelpDoc.p(error instanceof Error ? error.message : String(error)))
+)
+
+/** @since 0.1.0 @category options */
+export const policy = Options.text("policy").pipe(
+  Options.withDescription("A local session's request policy as JSON, e.g. {\"allowedLanguages\":[\"JavaScript\"]} (fields left out take the policy defaults); default: no budgets"),
+  Options.mapTryCatch(SessionsCommand.parsePolicy, (error) => HelpDoc.p(error instanceof Error ? error.message : String(error))),
+  Options.optional
+)
+
+/** What serving MCP can fail with. @since 0.1.0 @category errors */
+export type McpCommandError =
+  | HarnessError.ConfigError
+  | TransportError.TransportError
+  | JitHarnessSnapshot.SnapshotError
+  | McpError.McpServeError
+
+interface Opener {
+  /** What the command serves, for its `ready` line. */
+  readonly label: string
+  readonly open: () => Promise<ServedSession.OpenedSession>
+}
+
+const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
+/** Sessions in this process, each a harness from the snapshot (or empty), code sandboxed in subprocesses. */
+const localSessions = (
+  file: Option.Option<string>,
+  options: { readonly inspectionTools: "always" | "deferred" | "hidden"; readonly policy: Option.Option<JitPolicy.JitPolicyInput> }
+): Effect.Effect<Opener, JitHarnessSnapshot.SnapshotError | HarnessError.ConfigError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const template = yield* Option.match(file, {
+      onNone: () => Effect.succeed(undefined),
+      onSome: (path) =>
+        Effect.tryPromise({
+          try: () => JitHarnessSnapshot.load(path),
+          catch: (error) =>
+            error instanceof JitHarnessSnapshot.SnapshotError
+              ? error
+              : new JitHarnessSnapshot.SnapshotError({ reason: "Io", detail: `${path}: ${describe(error)}` })
+        })
+    })
+    const runner = yield* Effect.acquireRelease(Effect.sync(() => SandboxRunner.make()), (made) => Effect.promise(() => made.close()))
+    const harnessOptions = {
+      codeExecution: "sandboxed" as const,
+      runners: [runner],
+      inspectionTools: options.inspectionTools,
+      ...Option.match(options.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) })
+    }
+    // a bad option fails now, not on the first session
+    yield* Effect.try({ try: () => new JitHarness({ ...harnessOptions, sessionId: "options-check" }).release(), catch: (error) => error as HarnessError.ConfigError })
+    let opened = 0
+    return {
+      label: Option.match(file, { onNone: () => "fresh session", onSome: (path) => `snapshot ${path}` }),
+      open: async () => {
+        const sessionId = `mcp-${++opened}`
+        const harness = template === undefined
+          ? new JitHarness({ ...harnessOptions, sessionId })
+          : new JitHarness(template, { ...harnessOptions, sessionId })
+        return { session: harness, events: ServedSession.eventsOf(harness), close: () => harness.release() }
+      }
+    }
+  })
+
+/** The session `sessionId` of the namespace, over NATS; closing an MCP session leaves it to its host. */
+const remoteSession = (
+  config: Connection.ConnectionConfig,
+  sessionId: string
+): Effect.Effect<Opener, HarnessError.ConfigError | TransportError.TransportError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { namespace, prefix } = yield* Connection.prefixOf(config)
+    const transport = yield* Layer.build(NatsTransport.layer(Connection.natsOptions(config, `jitbox-mcp-${namespace}`)))
+    const remote = yield* RemoteSession.make(sessionId, { prefix }).pipe(Effect.provide(transport))
+    return {
+      label: `session ${remote.sessionId} of ${namespace}`,
+      open: () =>
+        Promise.resolve({ session: remote, events: (listener) => remote.listen(listener), close: () => Promise.resolve() })
+    }
+  })
+
+/** Opens the one session stdio serves, and serves it until stdin ends or the command is interrupted. */
+const serveStdio = (opener: Opener): Effect.Effect<void, McpError.McpServeError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const opened = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => opener.open(),
+        catch: (error) => new McpError.McpServeError({ reason: "Session", detail: `${opener.label}: ${describe(error)}` })
+      }),
+      (session) => Effect.promise(() => session.close().catch(() => undefined))
+    )
+    const served = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => StdioServer.serve(opened.session, { events: opened.events }),
+        catch: (error) => new McpError.McpServeError({ reason: "Session", detail: `${opener.label}: ${describe(error)}` })
+      }),
+      (server) => Effect.promise(() => server.close())
+    )
+    yield* Console.error(`ready mcp stdio ${opener.label}`)
+    yield* Effect.promise(() => served.closed)
+    yield* Console.error(`stopped mcp stdio ${opener.label}`)
+  })
+
+/** @since 0.1.0 @category commands */
+export const command = Command.make(
+  "mcp",
+  { ...Connection.options, http, host, snapshot, session, inspectionTools, policy, maxSessions, idleTimeout },
+  (config): Effect.Effect<void, McpCommandError> => {
+    const opener = Option.match(config.session, {
+      onNone: () => localSessions(config.snapshot, config),
+      onSome: (sessionId) => remoteSession(config, sessionId)
+    })
+    const checked = Effect.gen(function*() {
+      if (Option.isSome(config.session) && Option.isSome(config.snapshot)) {
+        return yield* new HarnessError.ConfigError({ option: "--snapshot", detail: "serves a local session; --session serves a remote one: give one of them" })
+      }
+      if (config.maxSessions < 1) return yield* new HarnessError.ConfigError({ option: "--max-sessions", detail: "must be at least 1" })
+      return yield* opener
+    })
+    return Option.match(config.http, {
+      onNone: () => Effect.scoped(Effect.flatMap(checked, serveStdio)).pipe(Effect.onInterrupt(() => Console.error("stopped mcp stdio"))),
+      onSome: (port) =>
+        Serve.untilInterrupted(Effect.gen(function*() {
+          if (port < 0 || port > 65_535) return yield* new HarnessError.ConfigError({ option: "--http", detail: `a port is 0 to 65535, got ${port}` })
+          const made = yield* checked
+          const server = yield* HttpServer.serve({
+            open: made.open,
+            port,
+            host: config.host,
+            maxSessions: config.maxSessions,
+            idleTimeoutMs: Duration.toMillis(config.idleTimeout)
+          })
+          return `mcp ${server.url} ${made.label}`
+        }))
+    })
+  }
+).pipe(
+  Command.withDescription(
+    "Serve a jitbox session as an MCP server: over stdio (default) or Streamable HTTP (--http PORT); a fresh session, a copy of --snapshot FILE per session, or the remote session --session SID. Exits 0 when stopped, 1 when it cannot start."
+  )
+)

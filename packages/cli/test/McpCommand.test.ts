@@ -1,0 +1,288 @@
+/**
+ * The built `jitbox mcp` (dist/bin.js: `pnpm build` first, as CI does) as a child process, driven
+ * with the official MCP client: over stdio from a snapshot (its code sandboxed), where stdout
+ * carries nothing but MCP and the command stops with exit code 0 when stdin ends; and over
+ * Streamable HTTP serving a remote session hosted in this process on a real nats-server, stopped
+ * by SIGTERM with 0. In this process (`Cli.run`, the same parser and handlers): the help names the
+ * options, and a snapshot that does not load fails with `SnapshotError` naming the file (the
+ * binary exits 1 on any failure).
+ */
+import { JitHarness, JitHarnessSnapshot } from "@jitbox/core"
+import { Ids, Sessions, SnapshotStore, StreamPublisher, Subject } from "@jitbox/runtime"
+import { NatsTransport } from "@jitbox/nats"
+import { NatsServer } from "@jitbox/testing"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { type CallToolResult, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { NodeContext } from "@effect/platform-node"
+import * as Cause from "effect/Cause"
+import * as Console from "effect/Console"
+import * as Option from "effect/Option"
+import { type ChildProcess, spawn } from "node:child_process"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Cli } from "../src/index.js"
+import { plain } from "./cliProcess.js"
+
+const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
+const repoRoot = fileURLToPath(new URL("../../../", import.meta.url))
+
+/** Resolves once `check` holds (polling every 20 ms); rejects after `ms`. */
+const waitUntil = async (what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> => {
+  const deadline = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** This environment without the JITBOX_* variables, so a test sets the ones it means. */
+const ownEnvironment = (): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !name.startsWith("JITBOX_")) env[name] = value
+  return env
+}
+
+/** The built command as a child: its output, its exit code, and the first stdout line matching a pattern. */
+const spawnBuilt = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: run pnpm build first`)
+  const child: ChildProcess = spawn(process.execPath, [bin, ...args], {
+    cwd: repoRoot,
+    env: { ...ownEnvironment(), ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  let err = ""
+  child.stdout!.on("data", (chunk: Buffer) => out += chunk.toString())
+  child.stderr!.on("data", (chunk: Buffer) => err += chunk.toString())
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)))
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited: () => exited,
+    line: async (pattern: RegExp): Promise<string> => {
+      await waitUntil(`a line ${pattern} (stderr: ${err})`, () => out.split("\n").some((line) => pattern.test(line)) || child.exitCode !== null, 60_000)
+      const found = out.split("\n").find((line) => pattern.test(line))
+      if (found === undefined) throw new Error(`exited ${child.exitCode} before ${pattern}: ${out}\n${err}`)
+      return found
+    },
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+    }
+  }
+}
+
+/** Runs `jitbox <args>` in this process, its console captured; answers the exit and what it printed. */
+const inProcess = async (args: ReadonlyArray<string>) => {
+  const out: Array<string> = []
+  const err: Array<string> = []
+  const base = Effect.runSync(Effect.console)
+  const console: Console.Console = {
+    ...base,
+    log: (...line) => Effect.sync(() => void out.push(line.join(" "))),
+    error: (...line) => Effect.sync(() => void err.push(line.join(" ")))
+  }
+  const exit = await Effect.runPromiseExit(
+    Cli.run(["node", "jitbox", ...args]).pipe(Effect.provide(NodeContext.layer), Effect.withConsole(console))
+  )
+  return { exit, stdout: plain(out.join("\n")), stderr: plain(err.join("\n")) }
+}
+
+const doubleSource = `export const double = tool({
+  description: "Doubles a number.",
+  guidelines: "Use to double numbers.",
+  parameters: { type: "object", properties: { value: { type: "number" } }, required: ["value"] }
+}, async ({ value }) => {
+  if (value < 0) throw new RangeError("negative values are not allowed")
+  return value * 2
+})`
+
+const quadrupleSource = `export const quadruple = tool({
+  description: "Quadruples a number by doubling it twice.",
+  guidelines: "Use to quadruple numbers.",
+  parameters: { type: "object", properties: { value: { type: "number" } }, required: ["value"] }
+}, async ({ value }) => ({ quadrupled: await harness.callTool("double", { value: await harness.callTool("double", { value }) }) }))`
+
+const slowSource = `export const slow = tool({
+  description: "Answers after a while.",
+  guidelines: "Use to wait.",
+  parameters: { type: "object", properties: { ms: { type: "number" } }, required: ["ms"] }
+}, async ({ ms }) => { await new Promise((resolve) => setTimeout(resolve, ms)); return "slow" })`
+
+const js = (entrypoint: string, source: string) => ({ entrypoint, language: "javascript" as const, source })
+
+const textOf = (result: CallToolResult): string => {
+  const first = result.content[0]
+  if (first?.type !== "text") throw new Error(`expected text content, got ${JSON.stringify(result)}`)
+  return first.text
+}
+
+/** An official client that counts list_changed and records every error its transport reports. */
+const client = () => {
+  const made = new Client({ name: "jitbox-cli-test", version: "0.1.0" })
+  const state = { listChanged: 0, errors: [] as Array<string> }
+  made.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    state.listChanged++
+  })
+  made.onerror = (error) => state.errors.push(String(error))
+  const call = async (name: string, args: Record<string, unknown> = {}) => (await made.callTool({ name, arguments: args })) as CallToolResult
+  const names = async () => (await made.listTools()).tools.map((tool) => tool.name)
+  return { client: made, state, call, names }
+}
+
+let dir: string
+let snapshotFile: string
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-mcp-"))
+  snapshotFile = path.join(dir, "toolbox.json")
+  const template = new JitHarness()
+  await template.createTool(js("double", doubleSource))
+  await template.createTool(js("slow", slowSource))
+  await JitHarnessSnapshot.save(template.snapshot(), snapshotFile)
+  await template.release()
+})
+
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+describe("jitbox mcp over stdio", () => {
+  it("serves a snapshot: tools, list_changed, calls, composition, source pages, isError, cancellation, progress; stdout is MCP only", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [bin, "mcp", "--snapshot", snapshotFile],
+      cwd: repoRoot,
+      env: ownEnvironment(),
+      stderr: "pipe"
+    })
+    let stderr = ""
+    transport.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString()
+    })
+    const mcp = client()
+    await mcp.client.connect(transport)
+    try {
+      expect(mcp.client.getInstructions()).toMatch(/tool/)
+      expect(await mcp.names()).toEqual(expect.arrayContaining(["double", "slow", "create_tool", "read_tool_source"]))
+
+      const before = mcp.state.listChanged
+      expect((await mcp.call("create_tool", js("quadruple", quadrupleSource))).structuredContent).toEqual({ name: "quadruple", status: "loaded" })
+      await waitUntil("list_changed after create_tool", () => mcp.state.listChanged > before)
+      expect(await mcp.names()).toContain("quadruple")
+      expect(textOf(await mcp.call("double", { value: 21 }))).toBe("42")
+      expect((await mcp.call("quadruple", { value: 3 })).structuredContent).toEqual({ quadrupled: 12 })
+
+      const page = (await mcp.call("read_tool_source", { name: "quadruple", max_chars: 50 })).structuredContent as { content: string; next_offset: number }
+      expect(quadrupleSource.startsWith(page.content)).toBe(true)
+      expect(page.next_offset).toBe(50)
+
+      const failed = await mcp.call("double", { value: -1 })
+      expect(failed.isError).toBe(true)
+      expect(textOf(failed)).toBe("RangeError: negative values are not allowed")
+
+      const progress: Array<number> = []
+      const waited = await mcp.client.callTool({ name: "slow", arguments: { ms: 1_500 } }, undefined, {
+        onprogress: (notification) => progress.push(notification.progress)
+      })
+      expect(textOf(waited as CallToolResult)).toBe("slow")
+      expect(progress.length).toBeGreaterThan(0)
+
+      const controller = new AbortController()
+      const pending = mcp.client.callTool({ name: "slow", arguments: { ms: 30_000 } }, undefined, {
+        signal: controller.signal,
+        onprogress: () => controller.abort()
+      })
+      await expect(pending).rejects.toThrow()
+      await waitUntil("the session's record of the call says cancelled", async () => {
+        const calls = (await mcp.call("inspect_tool_calls", { name: "slow" })).structuredContent as { calls: Array<{ status: string }> }
+        return calls.calls.some((call) => call.status === "cancelled")
+      })
+
+      expect(mcp.state.errors).toEqual([])
+      expect(stderr).toMatch(/ready mcp stdio snapshot /)
+    } finally {
+      await mcp.client.close()
+    }
+  })
+
+  it("stops with exit code 0 when stdin ends, logging on stderr only", async () => {
+    const child = spawnBuilt(["mcp"])
+    expect(await child.exited()).toBe(0)
+    expect(child.stdout()).toBe("")
+    expect(plain(child.stderr())).toMatch(/ready mcp stdio fresh session/)
+  })
+
+  it("fails with SnapshotError naming the file when the snapshot does not load", async () => {
+    const bad = path.join(dir, "bad.json")
+    fs.writeFileSync(bad, "{ not a snapshot")
+    const { exit } = await inProcess(["mcp", "--snapshot", bad])
+    expect(Exit.isFailure(exit)).toBe(true)
+    const failure = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+    expect(failure).toBeInstanceOf(JitHarnessSnapshot.SnapshotError)
+    expect(String((failure as Error).message)).toMatch(/bad\.json/)
+  })
+
+  it("--help names the transports, the session sources and the bounds", async () => {
+    const { exit, stdout } = await inProcess(["mcp", "--help"])
+    expect(Exit.isSuccess(exit)).toBe(true)
+    for (const option of ["--http", "--host", "--snapshot", "--session", "--server", "--creds", "--namespace", "--max-sessions", "--idle-timeout", "--policy"]) {
+      expect(stdout).toContain(option)
+    }
+  })
+})
+
+describe("jitbox mcp --http serving a remote session", () => {
+  let nats: NatsServer.Handle | undefined
+  let scope: Scope.CloseableScope | undefined
+  const namespace = "mcp_cli"
+
+  beforeAll(async () => {
+    nats = await NatsServer.start()
+    scope = Effect.runSync(Scope.make())
+    const prefix = Subject.prefix(Ids.namespace(namespace))
+    await Effect.runPromise(
+      Effect.gen(function*() {
+        const transport = yield* Layer.build(NatsTransport.layer({ servers: nats!.url, reconnectTimeWaitMs: 100 }))
+        const publisher = yield* Layer.build(StreamPublisher.layer({ prefix })).pipe(Effect.provide(transport))
+        const context = Context.add(Context.merge(transport, publisher), SnapshotStore.SnapshotStore, SnapshotStore.makeMemory())
+        yield* Sessions.make({ prefix, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
+      }).pipe(Scope.extend(scope))
+    )
+  })
+
+  afterAll(async () => {
+    if (scope !== undefined) await Effect.runPromise(Scope.close(scope, Exit.void))
+    await nats?.close()
+  })
+
+  it("creates a tool in the remote session, announces list_changed and calls it; SIGTERM stops it with 0", async () => {
+    const child = spawnBuilt(["mcp", "--http", "0", "--session", "s1"], { JITBOX_SERVER: nats!.url, JITBOX_NAMESPACE: namespace })
+    try {
+      const ready = await child.line(/^ready mcp http:/)
+      const url = /ready mcp (\S+)/.exec(ready)![1]!
+      expect(ready).toMatch(/session s1 of mcp_cli/)
+      const mcp = client()
+      await mcp.client.connect(new StreamableHTTPClientTransport(new URL(url)))
+      const before = mcp.state.listChanged
+      await mcp.call("create_tool", js("double", doubleSource))
+      await waitUntil("list_changed after create_tool", () => mcp.state.listChanged > before)
+      expect(await mcp.names()).toContain("double")
+      expect((await mcp.call("double", { value: 4 })).structuredContent).toEqual({ result: 8 })
+      await mcp.client.close()
+      child.child.kill("SIGTERM")
+      expect(await child.exited()).toBe(0)
+      expect(child.stdout()).toMatch(/stopped mcp/)
+    } finally {
+      child.kill()
+    }
+  })
+})

@@ -1,0 +1,290 @@
+/**
+ * Sessions served over MCP Streamable HTTP (the SDK's `StreamableHTTPServerTransport`), one
+ * jitbox session per MCP session: an `initialize` request without an `mcp-session-id` opens a
+ * session (`open`: a new harness from a snapshot, a remote session, …) and the server answers its
+ * id; every later request names it. A `DELETE` with the id, or `idleTimeoutMs` without a request
+ * while no call runs, closes the MCP session and the jitbox session with it.
+ *
+ * What crosses the boundary is bounded: a POST body over `maxBodyBytes` is answered 413 unread,
+ * one that is not JSON 400; at most `maxSessions` MCP sessions are open (and being opened) at
+ * once, a further `initialize` is answered 503; an unknown session id is answered 404, as the
+ * protocol asks, so the client starts again. Failures answer 500 and never reach the process.
+ *
+ * @since 0.1.0
+ */
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import { randomUUID } from "node:crypto"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { McpServeError } from "./McpError.js"
+import type { OpenedSession } from "./ServedSession.js"
+import * as SessionServer from "./SessionServer.js"
+
+/** @since 0.1.0 @category models */
+export interface HttpOptions extends Omit<SessionServer.SessionServerOptions, "events"> {
+  /** Opens the jitbox session of a new MCP session. */
+  readonly open: () => Promise<OpenedSession>
+  /** 0 (default): a free port. */
+  readonly port?: number | undefined
+  /** Default 127.0.0.1: only this machine can connect. */
+  readonly host?: string | undefined
+  /** The endpoint's path (default `/mcp`). */
+  readonly path?: string | undefined
+  /** Largest POST body, in bytes (default 4 MiB). */
+  readonly maxBodyBytes?: number | undefined
+  /** MCP sessions open at once (default 32). */
+  readonly maxSessions?: number | undefined
+  /** An MCP session without a request for this long, and no call running, is closed (default 5 minutes). */
+  readonly idleTimeoutMs?: number | undefined
+}
+
+/** @since 0.1.0 @category models */
+export interface HttpServer {
+  /** The endpoint, `http://host:port/path`. */
+  readonly url: string
+  readonly port: number
+  /** MCP sessions open now. */
+  readonly sessions: () => number
+  /** Closes every MCP session (and its jitbox session), then the listener. */
+  readonly close: () => Promise<void>
+}
+
+/** @since 0.1.0 @category constants */
+export const defaults = {
+  host: "127.0.0.1",
+  path: "/mcp",
+  maxBodyBytes: 4 * 1024 * 1024,
+  maxSessions: 32,
+  idleTimeoutMs: 5 * 60_000
+} as const
+
+interface Entry {
+  id: string | undefined
+  readonly served: SessionServer.SessionServer
+  readonly opened: OpenedSession
+  readonly transport: StreamableHTTPServerTransport
+  requests: number
+  lastActive: number
+  closing: Promise<void> | undefined
+}
+
+const rpcError = (res: http.ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void => {
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  res.writeHead(status, { "content-type": "application/json", ...headers })
+  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }))
+}
+
+type Body = { readonly tooLarge: true } | { readonly tooLarge: false; readonly text: string }
+
+/** Reads a body up to `max` bytes: a declared length over it is refused unread, an undeclared one as soon as it passes it. */
+const readBody = (req: http.IncomingMessage, max: number): Promise<Body> =>
+  new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"])
+    if (Number.isFinite(declared) && declared > max) return resolve({ tooLarge: true })
+    const chunks: Array<Buffer> = []
+    let size = 0
+    let done = false
+    req.on("data", (chunk: Buffer) => {
+      if (done) return
+      size += chunk.length
+      if (size > max) {
+        done = true
+        resolve({ tooLarge: true })
+        return
+      }
+      chunks.push(chunk)
+    })
+    req.on("end", () => {
+      if (done) return
+      done = true
+      resolve({ tooLarge: false, text: Buffer.concat(chunks).toString("utf8") })
+    })
+    req.on("error", (error) => {
+      if (done) return
+      done = true
+      reject(error)
+    })
+  })
+
+const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
+/**
+ * Listens and serves until `close`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const listen = async (options: HttpOptions): Promise<HttpServer> => {
+  const path = options.path ?? defaults.path
+  const maxBodyBytes = options.maxBodyBytes ?? defaults.maxBodyBytes
+  const maxSessions = options.maxSessions ?? defaults.maxSessions
+  const idleTimeoutMs = options.idleTimeoutMs ?? defaults.idleTimeoutMs
+  const sessions = new Map<string, Entry>()
+  const unnamed = new Set<Entry>()
+  let opening = 0
+  let stopped = false
+
+  const closeEntry = (entry: Entry): Promise<void> => {
+    if (entry.closing !== undefined) return entry.closing
+    if (entry.id !== undefined && sessions.get(entry.id) === entry) sessions.delete(entry.id)
+    unnamed.delete(entry)
+    entry.closing = (async () => {
+      await entry.served.close().catch(() => undefined)
+      await entry.opened.close().catch(() => undefined)
+    })()
+    return entry.closing
+  }
+
+  const openEntry = async (): Promise<Entry> => {
+    const opened = await options.open()
+    let served: SessionServer.SessionServer
+    try {
+      served = await SessionServer.make(opened.session, { ...options, events: opened.events })
+    } catch (error) {
+      await opened.close().catch(() => undefined)
+      throw error
+    }
+    const entry: Entry = {
+      id: undefined,
+      served,
+      opened,
+      requests: 0,
+      lastActive: Date.now(),
+      closing: undefined,
+      transport: new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          entry.id = id
+          unnamed.delete(entry)
+          sessions.set(id, entry)
+        },
+        onsessionclosed: () => void closeEntry(entry)
+      })
+    }
+    unnamed.add(entry)
+    served.server.onclose = () => void closeEntry(entry)
+    await served.server.connect(entry.transport)
+    return entry
+  }
+
+  const handleIn = async (entry: Entry, req: http.IncomingMessage, res: http.ServerResponse, body: unknown): Promise<void> => {
+    // a GET is the client's standing notification stream: it is no activity
+    const counts = req.method !== "GET"
+    if (counts) entry.requests++
+    entry.lastActive = Date.now()
+    try {
+      await entry.transport.handleRequest(req, res, body)
+    } finally {
+      if (counts) entry.requests--
+      entry.lastActive = Date.now()
+    }
+  }
+
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? "/", "http://localhost")
+    if (url.pathname !== path) return rpcError(res, 404, -32000, `Not found: the MCP endpoint is ${path}`)
+    if (stopped) return rpcError(res, 503, -32000, "The server is stopping")
+    const header = req.headers["mcp-session-id"]
+    if (Array.isArray(header)) return rpcError(res, 400, -32000, "Bad Request: one mcp-session-id header at most")
+    let body: unknown = undefined
+    if (req.method === "POST") {
+      const read = await readBody(req, maxBodyBytes)
+      if (read.tooLarge) {
+        rpcError(res, 413, -32000, `Payload too large: a request body may have ${maxBodyBytes} bytes`, { connection: "close" })
+        res.on("finish", () => req.destroy())
+        return
+      }
+      try {
+        body = JSON.parse(read.text)
+      } catch {
+        return rpcError(res, 400, -32700, "Parse error: the body is not JSON")
+      }
+    }
+    if (header !== undefined) {
+      const entry = sessions.get(header)
+      if (entry === undefined) return rpcError(res, 404, -32001, "Session not found")
+      return handleIn(entry, req, res, body)
+    }
+    const initializing = req.method === "POST" && (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body))
+    if (!initializing) return rpcError(res, 400, -32000, "Bad Request: no mcp-session-id, and not an initialize request")
+    if (sessions.size + unnamed.size + opening >= maxSessions) {
+      return rpcError(res, 503, -32000, `Too many sessions: this server serves ${maxSessions} at once`, { "retry-after": "5" })
+    }
+    opening++
+    let entry: Entry
+    try {
+      entry = await openEntry()
+    } catch (error) {
+      return rpcError(res, 500, -32603, `The session could not be opened: ${describe(error)}`)
+    } finally {
+      opening--
+    }
+    try {
+      await handleIn(entry, req, res, body)
+    } finally {
+      if (entry.id === undefined) await closeEntry(entry)
+    }
+  }
+
+  const server = http.createServer((req, res) => {
+    req.on("error", () => undefined)
+    res.on("error", () => undefined)
+    handle(req, res).catch((error: unknown) => rpcError(res, 500, -32603, `Internal error: ${describe(error)}`))
+  })
+  server.on("clientError", (_error, socket) => socket.destroy())
+
+  const sweep = setInterval(() => {
+    const now = Date.now()
+    for (const entry of sessions.values()) {
+      if (entry.requests === 0 && entry.served.running() === 0 && now - entry.lastActive >= idleTimeoutMs) void closeEntry(entry)
+    }
+  }, Math.max(50, Math.min(idleTimeoutMs / 2, 30_000)))
+  sweep.unref()
+
+  const host = options.host ?? defaults.host
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(options.port ?? 0, host, () => {
+      server.off("error", reject)
+      resolve()
+    })
+  })
+  const port = (server.address() as AddressInfo).port
+  let closing: Promise<void> | undefined
+  return {
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}${path}`,
+    port,
+    sessions: () => sessions.size,
+    close: () =>
+      closing ??= (async () => {
+        stopped = true
+        clearInterval(sweep)
+        await Promise.all([...sessions.values(), ...unnamed].map(closeEntry))
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve())
+          server.closeAllConnections()
+        })
+      })()
+  }
+}
+
+/**
+ * `listen` as a scoped resource: closed with its scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const serve = (options: HttpOptions): Effect.Effect<HttpServer, McpServeError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => listen(options),
+      catch: (error) => new McpServeError({ reason: "Listen", detail: `cannot listen on ${options.host ?? defaults.host}:${options.port ?? 0}: ${describe(error)}` })
+    }),
+    (server) => Effect.promise(() => server.close())
+  )

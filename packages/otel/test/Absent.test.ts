@@ -1,0 +1,105 @@
+/**
+ * The cost-nothing path: a runtime without `@jitbox/otel` installed (the embedded runtime: a
+ * session, a worker, a composed call crossing to the worker and back) sends no trace headers,
+ * makes no span (a global OpenTelemetry tracer provider is registered and sees none) and
+ * registers no jitbox metric. The same runtime with `Otel.layer` in its context does all three.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Metrics, Otel } from "@jitbox/otel"
+import { Embedded, Ids, RemoteSession, Subject, TraceContext, Transport } from "@jitbox/runtime"
+import * as Api from "@opentelemetry/api"
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as Stream from "effect/Stream"
+
+const doubleSource = `export const double = tool({
+  description: "Doubles a number.",
+  guidelines: "Use in tests.",
+  parameters: { type: "object", properties: { value: { type: "number" } }, required: ["value"] }
+}, async ({ value }) => value * 2)`
+
+const outerSource = `export const outer = tool({
+  description: "Doubles a number on another call and adds one.",
+  guidelines: "Use in tests.",
+  parameters: { type: "object", properties: { value: { type: "number" } }, required: ["value"] }
+}, async ({ value }) => (await harness.callTool("double", { value })) + 1)`
+
+const take = (stream: Stream.Stream<Transport.Message, unknown>, count: number) =>
+  Effect.map(Stream.runCollect(Stream.take(stream, count)), Chunk.toReadonlyArray)
+
+describe("without @jitbox/otel", () => {
+  it.scopedLive("a composed call across a worker carries no trace headers, makes no span and no jitbox metric", () =>
+    Effect.gen(function*() {
+      const exporter = new InMemorySpanExporter()
+      Api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
+      assert.strictEqual(yield* TraceContext.current, TraceContext.none)
+      const runtime = yield* Embedded.make({ namespace: "absent", publishStreams: false, harness: { policy: { allowedLanguages: ["JavaScript"] } } })
+      const invokes = yield* runtime.transport.subscribe(Subject.workerInvoke(runtime.prefix, Ids.poolName("default"), "javascript"))
+      const nested = yield* runtime.transport.subscribe(Subject.sessionNested(runtime.prefix, Ids.sessionId("s1")))
+      const session = runtime.sessions.get("s1")
+      yield* Effect.promise(() => session.createTool({ entrypoint: "double", language: "javascript", source: doubleSource }))
+      yield* Effect.promise(() => session.createTool({ entrypoint: "outer", language: "javascript", source: outerSource }))
+      assert.strictEqual(yield* Effect.promise(() => session.callTool("outer", { value: 20 })), 41)
+      // two activations, then the invocations of outer and double
+      const sent = [...yield* take(invokes, 4), ...yield* take(nested, 1)]
+      assert.deepStrictEqual(sent.map((message) => message.headers), [{}, {}, {}, {}, {}])
+      assert.lengthOf(exporter.getFinishedSpans(), 0)
+      assert.deepStrictEqual(Metric.unsafeSnapshot().filter((pair) => pair.metricKey.name.startsWith("jitbox.")), [])
+      Api.trace.disable()
+    }), 60_000)
+
+  it.scopedLive("the same runtime with Otel.layer in its context sends trace headers, makes spans and counts calls", () =>
+    Effect.gen(function*() {
+      const exporter = new InMemorySpanExporter()
+      Api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
+      const runtime = yield* Embedded.make({ namespace: "present", publishStreams: false, harness: { policy: { allowedLanguages: ["JavaScript"] } } })
+        .pipe(Effect.provide(Otel.layer()))
+      const invokes = yield* runtime.transport.subscribe(Subject.workerInvoke(runtime.prefix, Ids.poolName("default"), "javascript"))
+      const nested = yield* runtime.transport.subscribe(Subject.sessionNested(runtime.prefix, Ids.sessionId("s1")))
+      const session = runtime.sessions.get("s1")
+      yield* Effect.promise(() => session.createTool({ entrypoint: "double", language: "javascript", source: doubleSource }))
+      yield* Effect.promise(() => session.createTool({ entrypoint: "outer", language: "javascript", source: outerSource }))
+      assert.strictEqual(yield* Effect.promise(() => session.callTool("outer", { value: 20 })), 41)
+      const sent = [...(yield* take(invokes, 4)).slice(2), ...yield* take(nested, 1)]
+      for (const message of sent) assert.match(message.headers.traceparent ?? "", /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+      const names = exporter.getFinishedSpans().map((span) => span.name).sort()
+      assert.deepStrictEqual(names, ["execute_tool double", "execute_tool outer", "invoke double", "invoke outer"])
+      assert.isNotEmpty(Metric.unsafeSnapshot().filter((pair) => pair.metricKey.name === "jitbox.calls"))
+      Api.trace.disable()
+    }), 60_000)
+
+  it.scopedLive("with the runtime's stream publisher on, both the published events and the spans see every call; the session's lease is gauged", () =>
+    Effect.gen(function*() {
+      const exporter = new InMemorySpanExporter()
+      Api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
+      const runtime = yield* Embedded.make({ namespace: "streams", harness: { policy: { allowedLanguages: ["JavaScript"] } } })
+        .pipe(Effect.provide(Otel.layer()))
+      const leases = runtime.leases
+      const remote = yield* RemoteSession.make("s1", { prefix: runtime.prefix }).pipe(Effect.provideService(Transport.Transport, runtime.transport))
+      const completed = yield* (yield* RemoteSession.events(remote)).pipe(
+        Stream.filter((event) => event.name === "jit_tool_completed"),
+        Stream.take(2),
+        Stream.runCollect,
+        Effect.fork
+      )
+      const session = runtime.sessions.get("s1")
+      yield* Effect.promise(() => session.createTool({ entrypoint: "double", language: "javascript", source: doubleSource }))
+      yield* Effect.promise(() => session.createTool({ entrypoint: "outer", language: "javascript", source: outerSource }))
+      assert.strictEqual(yield* Effect.promise(() => session.callTool("outer", { value: 20 })), 41)
+      const published = Chunk.toReadonlyArray(yield* completed).map((event) => event.name === "jit_tool_completed" ? event.payload.tool_name : "")
+      assert.deepStrictEqual([...published].sort(), ["double", "outer"])
+      const names = exporter.getFinishedSpans().map((span) => span.name).sort()
+      assert.deepStrictEqual(names, ["execute_tool double", "execute_tool outer", "invoke double", "invoke outer"])
+      const granted = leases.get("s1")!.invocationsLeft!()
+      yield* Metrics.watchLeases(leases, { intervalMs: 10 })
+      const left = () =>
+        Metric.unsafeSnapshot().find((pair) =>
+          pair.metricKey.name === "jitbox.lease.invocations_left" && pair.metricKey.tags.some((tag) => tag.value === "s1")
+        )
+      for (let i = 0; i < 200 && left() === undefined; i++) yield* Effect.sleep("10 millis")
+      assert.strictEqual(Number((left()!.metricState as unknown as { value: number }).value), granted)
+      Api.trace.disable()
+    }), 60_000)
+})
