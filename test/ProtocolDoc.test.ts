@@ -290,6 +290,7 @@ const checkValue = (value: unknown): string | undefined => {
     return decodes(Coordinator.CapabilityDescriptor, value.capability) ?? decodes(Coordinator.Lease, value.lease)
   }
   if (isRecord(value) && "leaseId" in value) return decodes(Coordinator.LeaseFacts, value)
+  if (isRecord(value) && "profiles" in value && "sessions" in value) return decodes(Coordinator.Leases, value)
   if (isRecord(value) && "slots" in value && "expiresAt" in value) return decodes(Coordinator.Lease, value)
   if (Array.isArray(value) && isRecord(value[0]) && "workerId" in value[0]) return decodes(Schema.Array(WorkerCapacity.WorkerCapacity), value)
   if (isRecord(value) && "call_capacity" in value) return decodes(SessionProtocol.manageResult.profile, value)

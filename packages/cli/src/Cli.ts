@@ -3,7 +3,9 @@
  * one part of a namespace over NATS until SIGTERM or SIGINT; `jitbox mcp`, a session as an MCP
  * server; and `jitbox bench`, timing a tool. `main` is what the `jitbox` binary
  * runs: it parses the arguments, serves, and reports a failure on stderr with its typed error
- * (a bad argument is reported by the parser itself, with the help of the command).
+ * (a bad argument is reported by the parser itself, with the help of the command). The exit codes
+ * are `ExitCode`'s. The operator's commands (`status`, `events tail`, `snapshot`) read a
+ * namespace and serve nothing.
  *
  * @since 0.1.0
  */
@@ -16,8 +18,12 @@ import * as Option from "effect/Option"
 import { createRequire } from "node:module"
 import * as BenchCommand from "./BenchCommand.js"
 import * as CoordinatorCommand from "./CoordinatorCommand.js"
+import * as EventsCommand from "./EventsCommand.js"
+import * as ExitCode from "./ExitCode.js"
 import * as McpCommand from "./McpCommand.js"
 import * as SessionsCommand from "./SessionsCommand.js"
+import * as SnapshotCommand from "./SnapshotCommand.js"
+import * as StatusCommand from "./StatusCommand.js"
 import * as WorkerCommand from "./WorkerCommand.js"
 
 /** This package's version, from its manifest (beside both `src` and `dist`). @since 0.1.0 @category constants */
@@ -30,10 +36,25 @@ export type CliError =
   | SessionsCommand.SessionsCommandError
   | McpCommand.McpCommandError
   | BenchCommand.BenchCommandError
+  | StatusCommand.StatusCommandError
+  | EventsCommand.EventsCommandError
+  | SnapshotCommand.SnapshotCommandError
+  | ExitCode.ExitWith
 
 const command = Command.make("jitbox").pipe(
-  Command.withDescription("Serve the parts of a jitbox namespace over NATS: its coordinator, workers and session hosts; a session as an MCP server; or time a tool."),
-  Command.withSubcommands([CoordinatorCommand.command, WorkerCommand.command, SessionsCommand.command, McpCommand.command, BenchCommand.command])
+  Command.withDescription(
+    "Serve the parts of a jitbox namespace over NATS (its coordinator, workers and session hosts), or a session as an MCP server; look at a namespace: status, events, snapshots; time a tool."
+  ),
+  Command.withSubcommands([
+    CoordinatorCommand.command,
+    WorkerCommand.command,
+    SessionsCommand.command,
+    McpCommand.command,
+    StatusCommand.command,
+    EventsCommand.command,
+    SnapshotCommand.command,
+    BenchCommand.command
+  ])
 )
 
 /**
@@ -67,7 +88,9 @@ export const report = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
   if (Cause.isInterruptedOnly(cause)) return Effect.void
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure)) {
-    return ValidationError.isValidationError(failure.value) ? Effect.void : Console.error(`jitbox: ${describe(failure.value)}`)
+    return ValidationError.isValidationError(failure.value) || failure.value instanceof ExitCode.ExitWith
+      ? Effect.void
+      : Console.error(`jitbox: ${describe(failure.value)}`)
   }
   return Console.error(`jitbox: unexpected failure\n${Cause.pretty(cause)}`)
 }

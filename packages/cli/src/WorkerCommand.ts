@@ -6,7 +6,9 @@
  *     invocation worker=<workerId> session=<sessionId> tool=<name> call=<callId> outcome=ok|failed|cancelled
  *
  * On SIGTERM or SIGINT it drains (stops taking work, lets what runs finish for `--grace-ms`, then
- * kills the rest, each answered `Closed`), prints `stopped <workerId>` and exits 0.
+ * kills the rest, each answered `Closed`), prints `stopped <workerId>` and exits 0. While it
+ * drains, a terminal shows its progress on stderr (`Progress`): invocations finished of those
+ * running when the signal came.
  *
  * @since 0.1.0
  */
@@ -18,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Connection from "./Connection.js"
+import * as Progress from "./Progress.js"
 import * as Serve from "./Serve.js"
 
 /**
@@ -118,6 +121,9 @@ export const command = Command.make(
       const workerId = Option.isSome(config.id) ? yield* Ids.decode(Ids.WorkerId, "--id")(config.id.value) : undefined
       yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
       const transport = yield* Layer.build(NatsTransport.layer(Connection.natsOptions(config, `jitbox-worker-${workerId ?? config.pool}`)))
+      // scope finalizers run last-added first: the line is drawn before the worker drains and erased after
+      let draining: Progress.Progress | undefined
+      yield* Effect.addFinalizer(() => Effect.sync(() => draining?.stop()))
       const worker = yield* Worker.make({
         prefix,
         workerId,
@@ -129,6 +135,21 @@ export const command = Command.make(
         nodeId: Option.getOrUndefined(config.nodeId),
         onInvocation: config.logInvocations ? (invocation) => process.stdout.write(`${invocationLine(invocation)}\n`) : undefined
       }).pipe(Effect.provide(transport))
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          const total = worker.running()
+          const progress = Progress.make({ status: { label: `draining ${worker.workerId}`, done: 0, total, detail: `${total} running, grace ${config.graceMs}ms` } })
+          if (!progress.enabled) return
+          draining = progress
+          const poll = setInterval(() => {
+            const running = worker.running()
+            progress.update({ done: Math.max(0, total - running), detail: `${running} running, grace ${config.graceMs}ms` })
+          }, 100)
+          poll.unref()
+          const stop = progress.stop
+          draining = { ...progress, stop: () => (clearInterval(poll), stop()) }
+        })
+      )
       return worker.workerId
     }))
 ).pipe(Command.withDescription("Serve a worker: runs the code tools of the namespace's sessions in sandboxed subprocesses."))

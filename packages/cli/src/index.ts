@@ -37,3 +37,38 @@ export * as SessionsCommand from "./SessionsCommand.js"
  * @since 0.1.0
  */
 export * as WorkerCommand from "./WorkerCommand.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Progress from "./Progress.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as EventsCommand from "./EventsCommand.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as ExitCode from "./ExitCode.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as OperatorOptions from "./OperatorOptions.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as SnapshotCommand from "./SnapshotCommand.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as StatusCommand from "./StatusCommand.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Table from "./Table.js"

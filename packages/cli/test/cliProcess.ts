@@ -25,15 +25,23 @@ export interface CliProcess {
   readonly kill: () => void
 }
 
-/** Spawns `jitbox <args>`; the environment is this one's with `env` over it (an `undefined` value unsets it). */
-export const spawnCli = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}): CliProcess => {
+/** A shell word for `text`. */
+const quoted = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`
+
+/**
+ * Spawns `jitbox <args>`; the environment is this one's with `env` over it (an `undefined` value
+ * unsets it). With `terminal`, the command runs on a pseudo-terminal (util-linux
+ * `script -qfec "…" /dev/null`), so its stdout is a TTY; what it writes there arrives on `stdout`.
+ */
+export const spawnCli = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}, options: { readonly terminal?: boolean } = {}): CliProcess => {
   const merged: NodeJS.ProcessEnv = { ...process.env }
   for (const name of ["JITBOX_SERVER", "JITBOX_CREDS", "JITBOX_NAMESPACE"]) delete merged[name]
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) delete merged[name]
     else merged[name] = value
   }
-  const child = spawn(process.execPath, ["--conditions=@jitbox/source", "--import", "tsx", bin, ...args], {
+  const argv = ["--conditions=@jitbox/source", "--import", "tsx", bin, ...args]
+  const child = spawn(options.terminal === true ? "script" : process.execPath, options.terminal === true ? ["-qfec", [process.execPath, ...argv].map(quoted).join(" "), "/dev/null"] : argv, {
     cwd: repoRoot,
     env: merged,
     stdio: ["ignore", "pipe", "pipe"]

@@ -60,6 +60,23 @@ export const fromBucket = (kv: KV): Ledger.LedgerShape => ({
           key,
           detail: isConflict(error) ? `the record moved past revision ${expected}` : detail(error)
         })
+    }),
+  keys: (prefix, limit) =>
+    Effect.tryPromise({
+      try: async () => {
+        const found: Array<string> = []
+        // a key is dot-separated tokens: `session.` lists as `session.>`
+        const keys = await kv.keys(prefix.endsWith(".") ? `${prefix}>` : prefix === "" ? ">" : prefix)
+        for await (const key of keys) {
+          if (found.length >= limit) {
+            keys.stop()
+            break
+          }
+          found.push(key)
+        }
+        return found
+      },
+      catch: (error) => new Ledger.LedgerError({ reason: "Unavailable", key: prefix, detail: `cannot list the keys: ${detail(error)}` })
     })
 })
 

@@ -6,7 +6,8 @@
  * with the expected revision for a release), so the server itself decides which of two hosts wins.
  * nats-server 2.9 has no per-key TTL: the expiry is the timestamp in the record, compared with
  * the reader's Effect `Clock` (see the runtime's `SessionOwnership` for what that asks of clocks).
- * A release leaves the key's delete marker (the bucket keeps one revision per key).
+ * A release leaves the key's delete marker (the bucket keeps one revision per key). `list` reads
+ * every claim record, without writing or creating anything, for operators (`jitbox status`).
  *
  * @since 0.1.0
  */
@@ -15,7 +16,9 @@ import { SessionOwnership, type TransportError } from "@jitbox/runtime"
 import { type KV, Kvm } from "@nats-io/kv"
 import type { NatsConnection } from "@nats-io/transport-node"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { detail, isConflict } from "./internal/kvErrors.js"
 import * as NatsTransport from "./NatsTransport.js"
@@ -37,6 +40,7 @@ export const bucketOf = (namespace: string): string => `jitbox-owners-${namespac
 const maxRecordBytes = 4_096
 
 const decoder = new TextDecoder()
+const decodeClaim = Schema.decodeUnknownEither(SessionOwnership.ClaimRecord)
 
 /**
  * The service over an open bucket. Throws `ConfigError` for a bad `ttlMs`.
@@ -134,3 +138,63 @@ export const layer = (
   options: KvSessionOwnershipConnectionOptions
 ): Layer.Layer<SessionOwnership.SessionOwnership, SessionOwnership.OwnershipError | HarnessError.ConfigError | TransportError.TransportError> =>
   Layer.scoped(SessionOwnership.SessionOwnership, make(options))
+
+/** A claim as `list` reads it: the session, who holds it, and until when (epoch milliseconds). @since 0.1.0 @category models */
+export interface Listed {
+  readonly sessionId: string
+  readonly ownerId: string
+  readonly expiresAt: number
+}
+
+/**
+ * The claim records of a bucket (at most `limit`), for operators: read only, so a bucket that does
+ * not exist yet is not created and reads as none. Records that do not decode are left out; the
+ * caller compares `expiresAt` with its clock to tell live claims from lapsed ones.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const list = (
+  nc: NatsConnection,
+  options: { readonly namespace?: string | undefined; readonly bucket?: string | undefined; readonly limit: number }
+): Effect.Effect<{ readonly claims: ReadonlyArray<Listed>; readonly truncated: boolean }, SessionOwnership.OwnershipError> => {
+  const bucket = options.bucket ?? bucketOf(options.namespace ?? "")
+  const unavailable = (error: unknown) =>
+    new SessionOwnership.OwnershipError({ reason: "Unavailable", sessionId: "", detail: `cannot list the claims of '${bucket}': ${detail(error)}` })
+  return Effect.tryPromise({
+    try: async () => {
+      const kv = await new Kvm(nc).open(bucket)
+      const keys: Array<string> = []
+      let truncated = false
+      try {
+        const listed = await kv.keys("session.>")
+        for await (const key of listed) {
+          if (keys.length >= options.limit) {
+            truncated = true
+            listed.stop()
+            break
+          }
+          keys.push(key)
+        }
+      } catch (error) {
+        if (/stream not found/i.test(detail(error))) return { claims: [], truncated: false }
+        throw error
+      }
+      const claims: Array<Listed> = []
+      for (const key of keys) {
+        const entry = await kv.get(key)
+        if (entry === null || entry.operation !== "PUT" || entry.value.length > maxRecordBytes) continue
+        let value: unknown
+        try {
+          value = JSON.parse(decoder.decode(entry.value))
+        } catch {
+          continue
+        }
+        const record = decodeClaim(value)
+        if (Either.isRight(record)) claims.push({ sessionId: key.slice("session.".length), ownerId: record.right.owner, expiresAt: record.right.expiresAt })
+      }
+      return { claims, truncated }
+    },
+    catch: unavailable
+  })
+}

@@ -14,6 +14,9 @@
  *   own records (profile, consent, pool, pinned worker, credential name), so a worker runs code
  *   only for a session the coordinator admitted, whatever the message claims.
  * - `workers`: the workers whose capacity reports are live (`WorkerCapacity`), of one pool or all.
+ * - `leases`: what the ledger holds, read only, for operators (`jitbox status`): each profile with
+ *   the slots its live leases hold, and each session (at most `limit`) with its live lease, what its
+ *   ended leases spent and what its budget has left.
  *
  * Every grant is written to the `Ledger` (compare-and-set) before it is answered. A lease that ran
  * out (or that a new admission of the same session replaces) counts as fully spent: a budget is
@@ -158,7 +161,8 @@ const requests = {
   release: Schema.Struct({ v: V, kind: Schema.Literal("release"), session_id: Ids.SessionId, lease_id: Schema.String, spent: Counts }),
   policy: Schema.Struct({ v: V, kind: Schema.Literal("policy"), profile: Schema.String }),
   verify: Schema.Struct({ v: V, kind: Schema.Literal("verify"), session_id: Ids.SessionId, lease_id: Schema.String }),
-  workers: Schema.Struct({ v: V, kind: Schema.Literal("workers"), pool: Schema.optional(Schema.String) })
+  workers: Schema.Struct({ v: V, kind: Schema.Literal("workers"), pool: Schema.optional(Schema.String) }),
+  leases: Schema.Struct({ v: V, kind: Schema.Literal("leases"), limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_024))) })
 } as const
 
 /**
@@ -183,8 +187,65 @@ export const LeaseFacts = Schema.Struct({
 /** @since 0.1.0 @category models */
 export type LeaseFacts = typeof LeaseFacts.Type
 
+/**
+ * One profile as `leases` answers it: its ceiling, its pool or pinned worker, and the concurrency
+ * slots its live leases hold now.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ProfileView = Schema.Struct({
+  name: Schema.String,
+  location: Schema.optional(Schema.String),
+  sandboxNodeId: Schema.optional(Schema.String),
+  policy: JitPolicy.JitPolicy,
+  slotsHeld: Schema.Number
+})
+
+/** @since 0.1.0 @category models */
+export type ProfileView = typeof ProfileView.Type
+
+/**
+ * One session as `leases` answers it. `spent`: what its ended leases spent (a lease that expired
+ * counts whole); `left`: its budget not yet charged (the policy's maximum less `spent`), out of
+ * which its live `lease`, if any, was granted.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const SessionBudget = Schema.Struct({
+  sessionId: Schema.String,
+  profile: Schema.String,
+  deploymentConsent: Schema.Boolean,
+  spent: Counts,
+  left: Counts,
+  lease: Schema.NullOr(Lease)
+})
+
+/** @since 0.1.0 @category models */
+export type SessionBudget = typeof SessionBudget.Type
+
+/**
+ * The answer to `leases`: every profile, and the sessions of the ledger (at most the limit asked
+ * for; `truncated` when there are more), sessions with a live lease first.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Leases = Schema.Struct({
+  profiles: Schema.Array(ProfileView),
+  sessions: Schema.Array(SessionBudget),
+  truncated: Schema.Boolean
+})
+
+/** @since 0.1.0 @category models */
+export type Leases = typeof Leases.Type
+
+/** How many sessions `leases` answers by default, and at most. @since 0.1.0 @category constants */
+export const leasesLimits = { default: 256, max: 1_024 } as const
+
 /** The operations, each served on `coordinator.<op>`. @since 0.1.0 @category constants */
-export const operations = ["admit", "renew", "release", "policy", "verify", "workers"] as const
+export const operations = ["admit", "renew", "release", "policy", "verify", "workers", "leases"] as const
 
 /** @since 0.1.0 @category models */
 export interface CoordinatorOptions {
@@ -420,6 +481,49 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
         return facts
       })
 
+    const leases = (request: typeof requests.leases.Type) =>
+      Effect.gen(function*() {
+        const now = clock.unsafeCurrentTimeMillis()
+        const profileViews: Array<ProfileView> = []
+        for (const profile of profiles.values()) {
+          const entry = yield* ledger.get(profileKey(profile.name))
+          const holders = Object.values((entry?.value as ProfileRecord | undefined)?.holders ?? {})
+          profileViews.push({
+            name: profile.name,
+            ...(profile.location === undefined ? {} : { location: profile.location }),
+            ...(profile.sandboxNodeId === undefined ? {} : { sandboxNodeId: profile.sandboxNodeId }),
+            policy: profile.policy,
+            slotsHeld: holders.reduce((sum, holder) => holder.expiresAt > now ? sum + holder.slots : sum, 0)
+          })
+        }
+        const limit = request.limit ?? leasesLimits.default
+        const keys = yield* ledger.keys("session.", limit + 1)
+        const sessions: Array<SessionBudget> = []
+        for (const key of keys.slice(0, limit)) {
+          const found = yield* readSession(key.slice("session.".length))
+          if (found === undefined) continue
+          // read only: an expired lease counts whole here as it will when it is next touched
+          const live = found.record.lease !== null && found.record.lease.expiresAt > now
+          const record = live ? found.record : closed(found.record)
+          const maximum = record.policy
+          sessions.push({
+            sessionId: record.sessionId,
+            profile: record.profile,
+            deploymentConsent: record.consent,
+            spent: record.used,
+            left: {
+              invocations: Math.max(0, maximum.maximumInvocations - record.used.invocations),
+              tools: Math.max(0, maximum.maximumTools - record.used.tools),
+              repairs: Math.max(0, maximum.maximumRepairs - record.used.repairs)
+            },
+            lease: record.lease === null ? null : leaseOf(record, record.lease)
+          })
+        }
+        sessions.sort((a, b) => Number(b.lease !== null) - Number(a.lease !== null) || (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0))
+        const answer: Leases = { profiles: profileViews, sessions, truncated: keys.length > limit }
+        return answer
+      })
+
     const encodeError = Schema.encodeSync(CoordinatorError)
     const run = Runtime.runPromise(runtime)
     const workers = yield* WorkerCapacity.track({ prefix, maxWorkers: options.maxWorkers, misses: options.capacityMisses })
@@ -444,6 +548,8 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
         ? verify(decoded)
         : decoded.kind === "workers"
         ? Effect.sync(() => workers.live(decoded.pool))
+        : decoded.kind === "leases"
+        ? leases(decoded)
         : policyOf(decoded)
       return run(
         effect.pipe(
@@ -495,6 +601,8 @@ export interface CoordinatorClient {
   readonly verify: (sessionId: Ids.SessionId, leaseId: string) => Effect.Effect<LeaseFacts, CoordinatorError>
   /** The workers whose reports are live, of one pool or all, by worker id. */
   readonly workers: (pool?: string) => Effect.Effect<ReadonlyArray<WorkerCapacity.WorkerCapacity>, CoordinatorError>
+  /** The profiles and the sessions' leases and budgets, from the ledger (read only; at most `limit` sessions, default 256). */
+  readonly leases: (limit?: number) => Effect.Effect<Leases, CoordinatorError>
 }
 
 /** Where a coordinator is: its namespace (and subject root), or the subject prefix itself. @since 0.1.0 @category models */
@@ -549,6 +657,7 @@ export const client = (
       verify: (sessionId, leaseId) =>
         call("verify", { session_id: sessionId, lease_id: leaseId }).pipe(Effect.flatMap(decodeReply(LeaseFacts, "verify"))),
       workers: (pool) =>
-        call("workers", pool === undefined ? {} : { pool }).pipe(Effect.flatMap(decodeReply(Schema.Array(WorkerCapacity.WorkerCapacity), "workers")))
+        call("workers", pool === undefined ? {} : { pool }).pipe(Effect.flatMap(decodeReply(Schema.Array(WorkerCapacity.WorkerCapacity), "workers"))),
+      leases: (limit) => call("leases", limit === undefined ? {} : { limit }).pipe(Effect.flatMap(decodeReply(Leases, "leases")))
     }
   })

@@ -38,6 +38,8 @@ export interface LedgerShape {
    * new revision; otherwise fails `Conflict`.
    */
   readonly put: (key: string, value: unknown, expected: number) => Effect.Effect<number, LedgerError>
+  /** The keys of the live records under `prefix` (`session.`: every session's), at most `limit` of them, in no set order. */
+  readonly keys: (prefix: string, limit: number) => Effect.Effect<ReadonlyArray<string>, LedgerError>
 }
 
 /** @since 0.1.0 @category tags */
@@ -67,7 +69,8 @@ export const makeMemory = (): LedgerShape => {
         const revision = ++sequence
         records.set(key, { json: JSON.stringify(value), revision })
         return Effect.succeed(revision)
-      })
+      }),
+    keys: (prefix, limit) => Effect.sync(() => [...records.keys()].filter((key) => key.startsWith(prefix)).slice(0, Math.max(0, limit)))
   }
 }
 

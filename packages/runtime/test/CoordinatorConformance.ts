@@ -80,6 +80,33 @@ export const coordinatorConformance = (
     const run = <A, E>(effect: Effect.Effect<A, E, Transport.Transport | Scope.Scope>) =>
       effect.pipe(Effect.scoped, Effect.provide(transport() as Layer.Layer<Transport.Transport>))
 
+    it.effect("leases: each profile with the slots held, each session with its live lease, what it spent and what is left; read only", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        yield* startCoordinator(namespace)
+        const client = yield* Coordinator.client({ namespace })
+        const empty = yield* client.leases()
+        assert.deepStrictEqual(empty.sessions, [])
+        assert.deepStrictEqual(empty.profiles.map((profile) => [profile.name, profile.slotsHeld, profile.location]), [["standard", 0, undefined], ["pinned", 0, "gpu"]])
+        const policy = { maximumInvocations: 20, allowedLanguages: ["JavaScript" as const] }
+        const live = yield* client.admit({ sessionId: Ids.sessionId("s2"), profile: "standard", policy, deploymentConsent: true })
+        const ended = yield* client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", policy, deploymentConsent: true })
+        yield* client.release(Ids.sessionId("s1"), ended.lease.id, { invocations: 7, tools: 3, repairs: 0 })
+        const view = yield* client.leases()
+        assert.isFalse(view.truncated)
+        assert.strictEqual(view.profiles[0]!.slotsHeld, 2)
+        assert.strictEqual(view.profiles[0]!.policy.maximumInvocations, 100)
+        assert.deepStrictEqual(view.sessions.map((session) => [session.sessionId, session.lease?.id ?? null]), [["s2", live.lease.id], ["s1", null]])
+        assert.deepStrictEqual(view.sessions[1]!.spent, { invocations: 7, tools: 3, repairs: 0 })
+        assert.deepStrictEqual(view.sessions[1]!.left, { invocations: 13, tools: 5, repairs: 1 })
+        assert.deepStrictEqual(view.sessions[0]!.left, { invocations: 20, tools: 8, repairs: 1 })
+        const limited = yield* client.leases(1)
+        assert.isTrue(limited.truncated)
+        assert.strictEqual(limited.sessions.length, 1)
+        // nothing was written: the live lease renews as before
+        assert.strictEqual((yield* client.renew(Ids.sessionId("s2"), live.lease.id, false)).id, live.lease.id)
+      })))
+
     it.effect("admission returns the capability descriptor of JT-OUT with the effective policy", () =>
       run(Effect.gen(function*() {
         const namespace = freshNamespace()

@@ -1,0 +1,309 @@
+/**
+ * `jitbox events tail [--session SID]`: the namespace's events as they happen, from the
+ * `events.<sid>.<name>` subjects every session host publishes (`StreamPublisher`). Each message
+ * is decoded with the core's event schema (`JitToolEvent`, in the runtime's envelope); what does
+ * not decode, or is larger than any event, is skipped.
+ *
+ * On a terminal it draws a live table, redrawn in place at most four times a second: per tool
+ * (at most `--rows`, the most recently active first) the calls running, completed and failed, and
+ * the durations of the last few (from the `jit_tool_started` to the `jit_tool_completed` of one
+ * call, as this process received them). Piped, or with `--json`, it prints one line per event:
+ *
+ *     2026-12-01T06:10:00.000Z s1 jit_tool_completed square call=call_1a2b_3 origin=code ok 12ms
+ *     {"at":"2026-12-01T06:10:00.000Z","sessionId":"s1","durationMs":12,"event":{"type":"CUSTOM",…}}
+ *
+ * It runs until SIGINT or SIGTERM (exit 0), `--count N` events, or `--timeout`; a timeout before
+ * `--count` events fails `EventsTimeout` (exit 1).
+ *
+ * @since 0.1.0
+ */
+import { Command, HelpDoc, Options } from "@effect/cli"
+import { type HarnessError, JitToolEvent } from "@jitbox/core"
+import { NatsTransport } from "@jitbox/nats"
+import { Envelope, Ids, Subject, Transport, type TransportError } from "@jitbox/runtime"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as Connection from "./Connection.js"
+import * as OperatorOptions from "./OperatorOptions.js"
+import * as Progress from "./Progress.js"
+import * as Table from "./Table.js"
+
+/** `--timeout` passed before `--count` events arrived. @since 0.1.0 @category errors */
+export class EventsTimeout extends Schema.TaggedError<EventsTimeout>()("EventsTimeout", {
+  received: Schema.Number,
+  wanted: Schema.Number,
+  timeoutMs: Schema.Number
+}) {
+  override get message(): string {
+    return `${this.received} of ${this.wanted} events within ${Table.span(this.timeoutMs)}`
+  }
+}
+
+/** One event as this command received it. @since 0.1.0 @category models */
+export interface Received {
+  /** When it arrived (epoch milliseconds). */
+  readonly at: number
+  readonly sessionId: string
+  readonly event: JitToolEvent.JitToolEvent
+  /** For a `jit_tool_completed` whose start was seen: milliseconds between the two. */
+  readonly durationMs: number | undefined
+}
+
+/** The envelope `StreamPublisher` sends events in. @since 0.1.0 @category schemas */
+export const EventMessage = Schema.Struct({ v: Schema.Literal(Envelope.version), kind: Schema.Literal("event"), event: JitToolEvent.JitToolEvent })
+
+/** No event is larger; a larger message is skipped unread. @since 0.1.0 @category constants */
+export const maxEventBytes = 16_384
+
+const decodeMessage = Schema.decodeUnknownEither(EventMessage)
+const textDecoder = new TextDecoder()
+
+/**
+ * The event a message holds, or none when it is not one.
+ *
+ * @since 0.1.0
+ * @category codecs
+ */
+export const decodeEvent = (data: Uint8Array): Option.Option<JitToolEvent.JitToolEvent> => {
+  if (data.length > maxEventBytes) return Option.none()
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(textDecoder.decode(data))
+  } catch {
+    return Option.none()
+  }
+  const decoded = decodeMessage(parsed)
+  return decoded._tag === "Right" ? Option.some(decoded.right.event) : Option.none()
+}
+
+interface ToolStats {
+  running: number
+  completed: number
+  failed: number
+  readonly recent: Array<number>
+  lastAt: number
+}
+
+/** Calls whose start is remembered, to time their completion; older ones are forgotten. */
+const maxOpenCalls = 10_000
+/** Durations kept per tool. */
+const recentDurations = 5
+/** Tools kept; the least recently active is forgotten past this. */
+const maxTools = 1_000
+
+/**
+ * The counts and durations per tool, fed one event at a time.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class Tally {
+  readonly tools = new Map<string, ToolStats>()
+  private readonly open = new Map<string, number>()
+  events = 0
+  dropped = 0
+
+  /** Counts `event`, arrived at `at`; answers what it was received as. */
+  add(event: JitToolEvent.JitToolEvent, at: number): Received {
+    this.events++
+    const sessionId = event.payload.session_id
+    if (event.name === "jit_events_dropped") {
+      this.dropped += event.payload.dropped
+      return { at, sessionId, event, durationMs: undefined }
+    }
+    const stats = this.statsOf(event.payload.tool_name, at)
+    const key = `${sessionId}\u0000${event.payload.tool_call_id}`
+    if (event.name === "jit_tool_started") {
+      stats.running++
+      if (this.open.size >= maxOpenCalls) this.open.delete(this.open.keys().next().value!)
+      this.open.set(key, at)
+      return { at, sessionId, event, durationMs: undefined }
+    }
+    const started = this.open.get(key)
+    this.open.delete(key)
+    if (started !== undefined) stats.running = Math.max(0, stats.running - 1)
+    if (event.payload.success) stats.completed++
+    else stats.failed++
+    const durationMs = started === undefined ? undefined : at - started
+    if (durationMs !== undefined) {
+      stats.recent.push(durationMs)
+      if (stats.recent.length > recentDurations) stats.recent.shift()
+    }
+    return { at, sessionId, event, durationMs }
+  }
+
+  private statsOf(tool: string, at: number): ToolStats {
+    let stats = this.tools.get(tool)
+    if (stats === undefined) {
+      if (this.tools.size >= maxTools) {
+        const oldest = [...this.tools.entries()].reduce((a, b) => a[1].lastAt <= b[1].lastAt ? a : b)
+        this.tools.delete(oldest[0])
+      }
+      this.tools.set(tool, stats = { running: 0, completed: 0, failed: 0, recent: [], lastAt: at })
+    }
+    stats.lastAt = at
+    return stats
+  }
+}
+
+/**
+ * The line printed for one event when not drawing a table.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const line = (received: Received): string => {
+  const at = new Date(received.at).toISOString()
+  const event = received.event
+  if (event.name === "jit_events_dropped") return `${at} ${Table.cell(received.sessionId)} jit_events_dropped dropped=${event.payload.dropped}`
+  const head = `${at} ${Table.cell(received.sessionId)} ${event.name} ${Table.cell(event.payload.tool_name)} call=${Table.cell(event.payload.tool_call_id)} origin=${event.payload.origin}`
+  if (event.name === "jit_tool_started") return head
+  const outcome = event.payload.success ? "ok" : `failed ${Table.cell(event.payload.error_type ?? "error")}`
+  return `${head} ${outcome}${received.durationMs === undefined ? "" : ` ${Table.span(received.durationMs)}`}`
+}
+
+/**
+ * The JSON line printed for one event with `--json`.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const jsonLine = (received: Received): string =>
+  JSON.stringify({
+    at: new Date(received.at).toISOString(),
+    sessionId: received.sessionId,
+    ...(received.durationMs === undefined ? {} : { durationMs: received.durationMs }),
+    event: received.event
+  })
+
+/**
+ * The live table's lines for `tally` at `now`: a header and at most `rows` tools.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const screen = (tally: Tally, title: string, rows: number, now: number): Array<string> => {
+  const tools = [...tally.tools.entries()].sort((a, b) => b[1].lastAt - a[1].lastAt)
+  const shown = tools.slice(0, rows)
+  return [
+    `${title}  events ${tally.events}  dropped ${tally.dropped}  tools ${tools.length}  (Ctrl-C to stop)`,
+    ...Table.render(
+      ["TOOL", "RUNNING", "COMPLETED", "FAILED", "RECENT DURATIONS", "LAST"],
+      shown.map(([name, stats]) => [
+        name,
+        stats.running,
+        stats.completed,
+        stats.failed,
+        stats.recent.length === 0 ? "-" : stats.recent.map(Table.span).join(" "),
+        `${Table.span(now - stats.lastAt)} ago`
+      ])
+    ),
+    ...(tools.length > shown.length ? [`… ${tools.length - shown.length} more tools`] : [])
+  ]
+}
+
+/** The escape sequences of the in-place redraw. @since 0.1.0 @category constants */
+export const redraw = {
+  /** Moves the cursor to the start of the line `n` lines up. */
+  up: (n: number) => `\x1b[${n}F`,
+  /** Erases from the cursor to the end of the screen. */
+  clearBelow: "\x1b[J"
+} as const
+
+/** @since 0.1.0 @category options */
+export const session = Options.text("session").pipe(
+  Options.withDescription("Only this session's events (default: every session of the namespace)"),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const count = Options.integer("count").pipe(
+  Options.withDescription("Stop after this many events (exit 0)"),
+  Options.mapTryCatch((value) => {
+    if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--count: expected an integer ≥ 1, got ${value}`)
+    return value
+  }, (error) => HelpDoc.p(error instanceof Error ? error.message : String(error))),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const timeout = OperatorOptions.duration(
+  "timeout",
+  "Stop after this long: exit 0, or 1 (EventsTimeout) when --count events have not arrived by then"
+).pipe(Options.optional)
+
+/** @since 0.1.0 @category options */
+export const rows = Options.integer("rows").pipe(
+  Options.withDescription("The most tools the live table shows (default 20)"),
+  Options.withDefault(20)
+)
+
+/** What `jitbox events tail` can fail with. @since 0.1.0 @category errors */
+export type EventsCommandError = HarnessError.ConfigError | TransportError.TransportError | EventsTimeout
+
+const tail = Command.make(
+  "tail",
+  { ...Connection.options, session, json: OperatorOptions.json, count, timeout, rows },
+  (config): Effect.Effect<void, EventsCommandError> =>
+    Effect.scoped(Effect.gen(function*() {
+      const { namespace, prefix } = yield* Connection.prefixOf(config)
+      const sessionId = Option.isSome(config.session) ? Option.some(yield* Ids.decode(Ids.SessionId, "--session")(config.session.value)) : Option.none()
+      const transport = yield* NatsTransport.make(Connection.natsOptions(config, `jitbox-events-${namespace}`))
+      const pattern = Option.match(sessionId, { onNone: () => Subject.allEvents(prefix), onSome: (id) => Subject.sessionEvents(prefix, id) })
+      const stream = yield* Transport.subscribe(pattern, { bufferSize: 4_096 }).pipe(Effect.provideService(Transport.Transport, transport))
+      const stdout = process.stdout
+      const live = !config.json && Progress.isTerminal(stdout)
+      const tally = new Tally()
+      const title = `jitbox events ${namespace}${Option.match(sessionId, { onNone: () => "", onSome: (id) => ` session ${id}` })}`
+      let drawn = 0
+      let dirty = true
+      const draw = Effect.sync(() => {
+        if (!dirty && drawn > 0) return
+        dirty = false
+        const width = Math.max(20, (stdout.columns || 100) - 1)
+        const lines = screen(tally, title, Math.max(1, config.rows), Date.now()).map((text) => text.length > width ? `${text.slice(0, width - 1)}…` : text)
+        stdout.write(`${drawn > 0 ? redraw.up(drawn) : ""}${redraw.clearBelow}${lines.join("\n")}\n`)
+        drawn = lines.length
+      })
+      if (live) {
+        stdout.write(Progress.ansi.hideCursor)
+        yield* Effect.addFinalizer(() => Effect.zipRight(Effect.sync(() => (dirty = true)), Effect.zipRight(draw, Effect.sync(() => stdout.write(Progress.ansi.showCursor)))))
+        yield* draw
+        // the "ago" column moves even while nothing arrives
+        yield* Effect.forkScoped(Effect.repeat(Effect.zipRight(Effect.sync(() => (dirty = true)), draw), Schedule.spaced("1 second")))
+        yield* Effect.forkScoped(Effect.repeat(draw, Schedule.spaced("250 millis")))
+      }
+      let received = 0
+      const events = stream.pipe(
+        Stream.filterMap((message) => decodeEvent(message.data)),
+        Stream.filter((event) => Option.isNone(sessionId) || event.payload.session_id === sessionId.value),
+        (events) => Option.isSome(config.count) ? Stream.take(events, config.count.value) : events,
+        Stream.runForEach((event) =>
+          Effect.sync(() => {
+            received++
+            const counted = tally.add(event, Date.now())
+            if (live) dirty = true
+            else stdout.write(`${config.json ? jsonLine(counted) : line(counted)}\n`)
+          })
+        )
+      )
+      if (Option.isNone(config.timeout)) return yield* events
+      const finished = yield* Effect.timeout(events, config.timeout.value).pipe(Effect.as(true), Effect.catchTag("TimeoutException", () => Effect.succeed(false)))
+      if (!finished && Option.isSome(config.count)) {
+        return yield* new EventsTimeout({ received, wanted: config.count.value, timeoutMs: config.timeout.value })
+      }
+    }))
+).pipe(
+  Command.withDescription(
+    "Follow the namespace's events: a live table per tool (running, completed, failed, recent durations) on a terminal; one line per event when piped or with --json."
+  )
+)
+
+/** @since 0.1.0 @category commands */
+export const command = Command.make("events").pipe(
+  Command.withDescription("The namespace's jit_tool_* events."),
+  Command.withSubcommands([tail])
+)
