@@ -18,6 +18,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Connection from "./Connection.js"
+import * as Progress from "./Progress.js"
 
 const helpOf = (error: unknown) => HelpDoc.p(error instanceof Error ? error.message : String(error))
 
@@ -157,35 +158,17 @@ export const table = (result: BenchResult.BenchResult): string => {
 }
 
 /**
- * Progress on stderr while stderr is a terminal (one line, rewritten; `clear` wipes it before the
- * outcome is printed); nothing otherwise. The one place this command prints progress.
+ * The run's progress as `Progress`'s line on stderr: drawn on a terminal, nothing when piped.
  *
  * @since 0.1.0
- * @category rendering
+ * @category progress
  */
-export const progressPrinter = (
-  stream: NodeJS.WriteStream = process.stderr
-): { readonly onProgress: ((progress: Bench.Progress) => void) | undefined; readonly clear: Effect.Effect<void> } => {
-  if (stream.isTTY !== true) return { onProgress: undefined, clear: Effect.void }
-  let shown = false
-  const show = (text: string) => {
-    stream.write(`\r\x1b[2K${text}`)
-    shown = text !== ""
-  }
-  return {
-    onProgress: (progress) =>
-      show(
-        progress.stage === "done"
-          ? ""
-          : progress.stage === "setup"
-          ? `setting up ${progress.what}…`
-          : `${progress.what}: ${progress.done}/${progress.total}`
-      ),
-    clear: Effect.sync(() => {
-      if (shown) show("")
-    })
-  }
-}
+export const progressOf = (progress: Progress.Progress) => (step: Bench.Progress): void =>
+  step.stage === "done"
+    ? progress.update({ label: "done", done: undefined, total: undefined, detail: undefined })
+    : step.stage === "setup"
+    ? progress.update({ label: `setting up ${step.what}`, done: undefined, total: undefined })
+    : progress.update({ label: step.what, done: step.done, total: step.total })
 
 /** @since 0.1.0 @category commands */
 export const command = Command.make("bench", options, (config): Effect.Effect<void, BenchCommandError | ValidationError.ValidationError> =>
@@ -207,7 +190,7 @@ export const command = Command.make("bench", options, (config): Effect.Effect<vo
         session: config.session.value
       }
     }
-    const progress = progressPrinter()
+    const progress = Progress.make()
     const result = yield* Bench.benchmark({
       snapshot: config.snapshot,
       tool: config.tool,
@@ -217,8 +200,8 @@ export const command = Command.make("bench", options, (config): Effect.Effect<vo
       depths,
       warmup: config.warmup,
       iterations: config.iterations,
-      onProgress: progress.onProgress
-    }).pipe(Effect.ensuring(progress.clear))
+      onProgress: progress.enabled ? progressOf(progress) : undefined
+    }).pipe(Effect.ensuring(Effect.sync(progress.stop)))
     const written = Option.isSome(config.out) ? yield* Bench.write(result, config.out.value) : undefined
     if (config.json) {
       yield* Console.log(JSON.stringify(result, null, 2))
