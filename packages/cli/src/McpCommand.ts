@@ -11,6 +11,9 @@
  *   NATS (`--server`, `--creds`, `--namespace`, as every command). Over HTTP every MCP session
  *   then serves that one session.
  *
+ * With `--otlp URL` (or OTEL_EXPORTER_OTLP_ENDPOINT) it exports a span per tool call of a local
+ * session and the call metrics as service `jitbox-mcp` (`Telemetry`).
+ *
  * Exit codes: 0 when it stopped (stdin ended, SIGTERM, SIGINT); 1 when it could not start (a bad
  * argument, a snapshot that does not load or activate, NATS or the session unreachable, a port in
  * use).
@@ -32,6 +35,7 @@ import type * as Scope from "effect/Scope"
 import * as Connection from "./Connection.js"
 import * as Serve from "./Serve.js"
 import * as SessionsCommand from "./SessionsCommand.js"
+import * as Telemetry from "./Telemetry.js"
 
 /** @since 0.1.0 @category options */
 export const http = Options.integer("http").pipe(
@@ -101,7 +105,8 @@ const describe = (error: unknown): string => error instanceof Error ? error.mess
 /** Sessions in this process, each a harness from the snapshot (or empty), code sandboxed in subprocesses. */
 const localSessions = (
   file: Option.Option<string>,
-  options: { readonly inspectionTools: "always" | "deferred" | "hidden"; readonly policy: Option.Option<JitPolicy.JitPolicyInput> }
+  options: { readonly inspectionTools: "always" | "deferred" | "hidden"; readonly policy: Option.Option<JitPolicy.JitPolicyInput> },
+  telemetry: Telemetry.Telemetry
 ): Effect.Effect<Opener, JitHarnessSnapshot.SnapshotError | HarnessError.ConfigError, Scope.Scope> =>
   Effect.gen(function*() {
     const template = yield* Option.match(file, {
@@ -120,6 +125,7 @@ const localSessions = (
       codeExecution: "sandboxed" as const,
       runners: [runner],
       inspectionTools: options.inspectionTools,
+      ...telemetry.sinks,
       ...Option.match(options.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) })
     }
     // a bad option fails now, not on the first session
@@ -140,12 +146,13 @@ const localSessions = (
 /** The session `sessionId` of the namespace, over NATS; closing an MCP session leaves it to its host. */
 const remoteSession = (
   config: Connection.ConnectionConfig,
-  sessionId: string
+  sessionId: string,
+  telemetry: Telemetry.Telemetry
 ): Effect.Effect<Opener, HarnessError.ConfigError | TransportError.TransportError, Scope.Scope> =>
   Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
     const transport = yield* Layer.build(NatsTransport.layer(Connection.natsOptions(config, `jitbox-mcp-${namespace}`)))
-    const remote = yield* RemoteSession.make(sessionId, { prefix }).pipe(Effect.provide(transport))
+    const remote = yield* RemoteSession.make(sessionId, { prefix }).pipe(Effect.provide(transport), telemetry.provide)
     return {
       label: `session ${remote.sessionId} of ${namespace}`,
       open: () =>
@@ -178,11 +185,15 @@ const serveStdio = (opener: Opener): Effect.Effect<void, McpError.McpServeError,
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
   "mcp",
-  { ...Connection.options, http, host, snapshot, session, inspectionTools, policy, maxSessions, idleTimeout },
+  { ...Connection.options, http, host, snapshot, session, inspectionTools, policy, maxSessions, idleTimeout, otlp: Telemetry.otlp },
   (config): Effect.Effect<void, McpCommandError> => {
-    const opener = Option.match(config.session, {
-      onNone: () => localSessions(config.snapshot, config),
-      onSome: (sessionId) => remoteSession(config, sessionId)
+    const opener = Effect.gen(function*() {
+      // first in the scope, so shut down (flushing every span) after the sessions are closed
+      const telemetry = yield* Telemetry.install(config.otlp, "jitbox-mcp")
+      return yield* Option.match(config.session, {
+        onNone: () => localSessions(config.snapshot, config, telemetry),
+        onSome: (sessionId) => remoteSession(config, sessionId, telemetry)
+      })
     })
     const checked = Effect.gen(function*() {
       if (Option.isSome(config.session) && Option.isSome(config.snapshot)) {

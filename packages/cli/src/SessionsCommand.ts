@@ -16,18 +16,24 @@
  * `--deployment-consent` (JT-CFG-05) such a session runs no model-written code. Workers run code
  * only for admitted sessions unless they are started with `--no-admission`.
  *
+ * With `--otlp URL` (or OTEL_EXPORTER_OTLP_ENDPOINT) it exports a span per tool call and the call
+ * and lease metrics as service `jitbox-sessions` (`Telemetry`); a call that runs on a worker
+ * carries its trace context there, so the worker's spans join the same trace.
+ *
  * @since 0.1.0
  */
 import { Command, HelpDoc, Options } from "@effect/cli"
 import { type HarnessError, type JitHarnessSnapshot, JitPolicy } from "@jitbox/core"
 import { KvSessionOwnership, NatsTransport } from "@jitbox/nats"
-import { Ids, RemoteCodeRunner, type SessionOwnership, Sessions, SnapshotStore, StreamPublisher, type TransportError } from "@jitbox/runtime"
+import { Ids, RemoteCodeRunner, SessionLeases, type SessionOwnership, Sessions, SnapshotStore, StreamPublisher, type TransportError } from "@jitbox/runtime"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Connection from "./Connection.js"
 import * as Serve from "./Serve.js"
+import * as Telemetry from "./Telemetry.js"
 
 const units: Record<string, Duration.Unit> = { ms: "millis", s: "seconds", m: "minutes", h: "hours" }
 
@@ -116,10 +122,12 @@ export type SessionsCommandError =
   | SessionOwnership.OwnershipError
 
 /** @since 0.1.0 @category commands */
-export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, profile, deploymentConsent, policy }, (config): Effect.Effect<never, SessionsCommandError> =>
+export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, profile, deploymentConsent, policy, otlp: Telemetry.otlp }, (config): Effect.Effect<never, SessionsCommandError> =>
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
     yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
+    // first in the scope, so shut down (flushing every span) after the sessions are released
+    const telemetry = yield* Telemetry.install(config.otlp, "jitbox-sessions")
     const transport = NatsTransport.layer(Connection.natsOptions(config, `jitbox-sessions-${namespace}`))
     const snapshots = Option.match(config.store, {
       onNone: () => SnapshotStore.layerMemory(),
@@ -132,7 +140,8 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
         Layer.mergeAll(RemoteCodeRunner.layer({ prefix, pool: config.pool }), StreamPublisher.layer({ prefix })),
         Layer.mergeAll(transport, snapshots, ownership)
       )
-    )
+    ).pipe(telemetry.provide)
+    yield* telemetry.watchLeases(Context.get(context, SessionLeases.SessionLeases))
     yield* Sessions.make({
       prefix,
       harness: { codeExecution: "sandboxed", ...Option.match(config.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) }) },
@@ -142,7 +151,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
         onNone: () => ({}),
         onSome: (name) => ({ admission: { profile: name, deploymentConsent: config.deploymentConsent } })
       })
-    }).pipe(Effect.provide(context))
+    }).pipe(Effect.provide(context), telemetry.provide)
     return `sessions ${namespace}`
   }))).pipe(
   Command.withDescription("Host sessions for remote callers: activated here on first use, their code tools run on the workers of a pool.")

@@ -10,6 +10,9 @@
  * drains, a terminal shows its progress on stderr (`Progress`): invocations finished of those
  * running when the signal came.
  *
+ * With `--otlp URL` (or OTEL_EXPORTER_OTLP_ENDPOINT) it exports its invocation spans and metrics
+ * (its capacity and load among them) as service `jitbox-worker` (`Telemetry`).
+ *
  * @since 0.1.0
  */
 import { Command, HelpDoc, Options } from "@effect/cli"
@@ -22,6 +25,7 @@ import * as Option from "effect/Option"
 import * as Connection from "./Connection.js"
 import * as Progress from "./Progress.js"
 import * as Serve from "./Serve.js"
+import * as Telemetry from "./Telemetry.js"
 
 /**
  * A comma-separated list of code languages; throws naming the first unknown one.
@@ -114,12 +118,14 @@ export type WorkerCommandError = HarnessError.ConfigError | TransportError.Trans
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
   "worker",
-  { ...Connection.options, pool, languages, concurrency, graceMs, id, logInvocations, noAdmission, nodeId },
+  { ...Connection.options, pool, languages, concurrency, graceMs, id, logInvocations, noAdmission, nodeId, otlp: Telemetry.otlp },
   (config): Effect.Effect<never, WorkerCommandError> =>
     Serve.untilInterrupted(Effect.gen(function*() {
       const { prefix } = yield* Connection.prefixOf(config)
       const workerId = Option.isSome(config.id) ? yield* Ids.decode(Ids.WorkerId, "--id")(config.id.value) : undefined
       yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
+      // first in the scope, so shut down (flushing every span) after the worker has drained
+      const telemetry = yield* Telemetry.install(config.otlp, "jitbox-worker")
       const transport = yield* Layer.build(NatsTransport.layer(Connection.natsOptions(config, `jitbox-worker-${workerId ?? config.pool}`)))
       // scope finalizers run last-added first: the line is drawn before the worker drains and erased after
       let draining: Progress.Progress | undefined
@@ -134,7 +140,8 @@ export const command = Command.make(
         requireAdmission: !config.noAdmission,
         nodeId: Option.getOrUndefined(config.nodeId),
         onInvocation: config.logInvocations ? (invocation) => process.stdout.write(`${invocationLine(invocation)}\n`) : undefined
-      }).pipe(Effect.provide(transport))
+      }).pipe(Effect.provide(transport), telemetry.provide)
+      yield* telemetry.watchWorker(worker, config.concurrency)
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
           const total = worker.running()

@@ -72,3 +72,8 @@ export * as StatusCommand from "./StatusCommand.js"
  * @since 0.1.0
  */
 export * as Table from "./Table.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Telemetry from "./Telemetry.js"
