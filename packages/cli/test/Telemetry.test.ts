@@ -11,9 +11,11 @@ import { NodeContext } from "@effect/platform-node"
 import { NatsTransport } from "@jitbox/nats"
 import { Ids, RemoteSession, Subject } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
+import * as Cause from "effect/Cause"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -151,5 +153,22 @@ describe("jitbox worker and sessions with --otlp", () => {
       expect(help).toContain("--otlp")
       expect(help).toContain("OTEL_EXPORTER_OTLP_ENDPOINT")
     }
+  })
+
+  it.each([
+    [["worker", "--otlp", "ftp://collector:4318"], {}, "--otlp"],
+    [["sessions"], { OTEL_EXPORTER_OTLP_ENDPOINT: "not a url" }, "--otlp"],
+    [["worker", "--otlp", "http://127.0.0.1:4318"], { OTEL_METRIC_EXPORT_INTERVAL: "5" }, "OTEL_METRIC_EXPORT_INTERVAL"]
+  ])("jitbox %j with %j fails ConfigError naming %s before it connects", async (args, env, option) => {
+    const exit = await Effect.runPromiseExit(
+      Cli.run(["node", "jitbox", ...args, "--server", "nats://127.0.0.1:1"]).pipe(
+        Effect.provide(NodeContext.layer),
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))),
+        Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("did not end") })
+      )
+    )
+    expect(Exit.isFailure(exit)).toBe(true)
+    const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+    expect(Option.getOrUndefined(failure)).toMatchObject({ _tag: "ConfigError", option })
   })
 })
