@@ -4,8 +4,10 @@
  * a coordinator, `jitbox worker --otlp URL` and `jitbox sessions` with OTEL_EXPORTER_OTLP_ENDPOINT,
  * and a RemoteSession here calling a JavaScript tool that composes another. After SIGTERM the
  * receiver holds one trace across both services (execute_tool outer → invoke outer → execute_tool
- * inner → invoke inner) and their metrics. A worker without the option resolves no module of
+ * inner → invoke inner) and their metrics. `jitbox mcp --otlp` with a local session, called by the
+ * official MCP client, exports its composed call as one trace of `jitbox-mcp`. A worker without the option resolves no module of
  * OpenTelemetry (a module hook records what each worker resolves), while the one with it does.
+ * A bad endpoint or export interval fails `ConfigError` before the command connects.
  */
 import { NodeContext } from "@effect/platform-node"
 import { NatsTransport } from "@jitbox/nats"
@@ -21,6 +23,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Receiver, type ReceivedSpan, receiver } from "../../otel/test/fixtures/otlpReceiver.js"
 import { Cli } from "../src/index.js"
@@ -137,6 +142,30 @@ describe("jitbox worker and sessions with --otlp", () => {
     expect(importsOf(path.join(directory, "worker.log"))).toEqual(expect.arrayContaining(["@jitbox/otel", "@effect/opentelemetry/NodeSdk"]))
     expect(importsOf(path.join(directory, "plain.log"))).toEqual([])
   }, 110_000)
+
+  it("jitbox mcp --otlp: a local session's composed call is one trace of jitbox-mcp, flushed on SIGTERM", async () => {
+    const mcp = spawnCli(["mcp", "--http", "0", "--otlp", otlp.url], { OTEL_EXPORTER_OTLP_ENDPOINT: undefined })
+    serving.push(mcp)
+    const url = /ready mcp (\S+)/.exec(await mcp.line(/^ready mcp /))![1]!
+    const client = new Client({ name: "telemetry-test", version: "0.0.0" })
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)))
+    for (const [entrypoint, source] of [["inner", innerSource], ["outer", outerSource]] as const) {
+      const created = (await client.callTool({ name: "create_tool", arguments: { entrypoint, language: "javascript", source } })) as CallToolResult
+      expect(created.isError ?? false, JSON.stringify(created)).toBe(false)
+    }
+    const called = (await client.callTool({ name: "outer", arguments: { value: 20 } })) as CallToolResult
+    expect(called.content[0]).toMatchObject({ type: "text", text: "41" })
+    await client.close()
+    mcp.child.kill("SIGTERM")
+    expect(await mcp.exited()).toBe(0)
+
+    await waitUntil("the mcp spans arrived", () => ["execute_tool outer", "execute_tool inner"].every((name) => otlp.spans.some((span) => span.service === "jitbox-mcp" && span.name === name)), 10_000)
+    const outer = one(otlp.spans, "execute_tool outer", "jitbox-mcp")
+    const inner = one(otlp.spans, "execute_tool inner", "jitbox-mcp")
+    expect(outer.parentSpanId).toBeUndefined()
+    expect([inner.traceId, inner.parentSpanId]).toEqual([outer.traceId, outer.spanId])
+    await waitUntil("the mcp call metrics arrived", () => otlp.points.some((p) => p.service === "jitbox-mcp" && p.name === "jitbox.calls" && p.attributes["gen_ai.tool.name"] === "outer"), 10_000)
+  }, 60_000)
 
   it("jitbox worker, sessions and mcp --help name --otlp and OTEL_EXPORTER_OTLP_ENDPOINT", async () => {
     for (const subcommand of ["worker", "sessions", "mcp"]) {
