@@ -119,7 +119,8 @@ export const install = (
   url: Option.Option<string>,
   serviceName: string
 ): Effect.Effect<Telemetry, HarnessError.ConfigError, Scope.Scope> =>
-  Option.match(url, {
+  // an empty OTEL_EXPORTER_OTLP_ENDPOINT counts as unset
+  Option.match(Option.filter(url, (text) => text.trim() !== ""), {
     onNone: () => Effect.succeed(absent),
     onSome: (text) =>
       Effect.gen(function*() {
