@@ -3,8 +3,8 @@
  * project in the system's temporary folder installs the tarballs with plain npm (which fetches the
  * third-party dependencies from the registry), and `node` runs a small program there that uses
  * @jitbox/core, @jitbox/sandbox, @jitbox/agent, @jitbox/runtime, @jitbox/nats, @jitbox/testing
- * (a request over the in-memory transport and over a real nats-server), @jitbox/bench and @jitbox/mcp
- * (packed and installed: @jitbox/cli depends on them) and @jitbox/cli as any consumer
+ * (a request over the in-memory transport and over a real nats-server), @jitbox/bench, @jitbox/mcp and
+ * @jitbox/otel (packed and installed: @jitbox/cli depends on them) and @jitbox/cli as any consumer
  * would: no workspace links, no `@jitbox/source` condition, only what the tarballs contain; the
  * installed `jitbox` binary runs too. The workspace's TypeScript
  * type-checks the same program (strict, NodeNext, declaration files included), so broken `.d.ts`
@@ -23,7 +23,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
-const packageNames = ["core", "agent", "sandbox", "runtime", "nats", "testing", "bench", "mcp", "cli"] as const
+const packageNames = ["core", "agent", "sandbox", "runtime", "nats", "testing", "bench", "mcp", "otel", "cli"] as const
 type PackageName = typeof packageNames[number]
 const packageDir = (name: PackageName) => path.join(root, "packages", name)
 const tsc = createRequire(path.join(root, "package.json")).resolve("typescript/bin/tsc")
@@ -306,7 +306,8 @@ describe("the packed packages in a project outside the repository", () => {
       testing: [],
       bench: ["core", "sandbox", "runtime", "nats"],
       mcp: ["core"],
-      cli: ["core", "runtime", "nats", "bench", "mcp"]
+      otel: ["core", "runtime"],
+      cli: ["core", "runtime", "nats", "bench", "mcp", "otel"]
     }
     for (const dependency of jitboxDependencies[name]) {
       expect(manifest.dependencies[`@jitbox/${dependency}`]).toBe(versionOf(dependency))
