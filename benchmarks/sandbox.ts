@@ -53,7 +53,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { launch, type Mount, type WorkDir } from "../packages/sandbox/src/internal/spawn.js"
 import { Isolation, SandboxConfig, SandboxRunner } from "../packages/sandbox/src/index.js"
-import { Measure } from "@jitbox/bench"
+import { Measure, RawEcho } from "@jitbox/bench"
 import { previous, resultsDir } from "./output.js"
 
 const { median, quantile, round } = Measure
@@ -170,21 +170,7 @@ const write = (name: string, text: string) => {
   fs.writeFileSync(path.join(rawDir, name), text)
   fs.chmodSync(path.join(rawDir, name), 0o644)
 }
-write(
-  "echo.mjs",
-  `let b = ""
-process.stdin.setEncoding("utf8")
-process.stdin.on("data", (c) => {
-  b += c
-  let i
-  while ((i = b.indexOf("\\n")) !== -1) {
-    const m = JSON.parse(b.slice(0, i))
-    b = b.slice(i + 1)
-    process.stdout.write(JSON.stringify({ id: m.id, value: m.args }) + "\\n")
-  }
-})
-`
-)
+write("echo.mjs", RawEcho.echoLoop)
 write(
   "echo.py",
   `import json, os

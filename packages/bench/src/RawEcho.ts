@@ -28,7 +28,14 @@ export interface RawEcho {
   readonly roundTrip: (args: string) => Promise<string>
 }
 
-const echoLoop = `let b = ""
+/**
+ * The raw child's program: reads JSON lines `{"id":…,"args":…}` and answers `{"id":…,"value":<args>}`,
+ * nothing else (the floor a sandboxed JavaScript tool's round trip is compared with).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const echoLoop = `let b = ""
 process.stdin.setEncoding("utf8")
 process.stdin.on("data", (c) => {
   b += c

@@ -31,19 +31,11 @@ import * as Option from "effect/Option"
 import { type ChildProcess, spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Cli } from "../src/index.js"
+import { create as js, doubleSource, quadrupleSource, slowSource, textOf, waitUntil } from "../../mcp/test/fixtures.js"
 import { plain } from "./cliProcess.js"
 
 const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url))
-
-/** Resolves once `check` holds (polling every 20 ms); rejects after `ms`. */
-const waitUntil = async (what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> => {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 /** This environment without the JITBOX_* variables, so a test sets the ones it means. */
 const ownEnvironment = (): Record<string, string> => {
@@ -96,35 +88,6 @@ const inProcess = async (args: ReadonlyArray<string>) => {
     Cli.run(["node", "jitbox", ...args]).pipe(Effect.provide(NodeContext.layer), Effect.withConsole(console))
   )
   return { exit, stdout: plain(out.join("\n")), stderr: plain(err.join("\n")) }
-}
-
-const doubleSource = `export const double = tool({
-  description: "Doubles a number.",
-  guidelines: "Use to double numbers.",
-  parameters: { type: "object", properties: { value: { type: "number" } }, required: ["value"] }
-}, async ({ value }) => {
-  if (value < 0) throw new RangeError("negative values are not allowed")
-  return value * 2
-})`
-
-const quadrupleSource = `export const quadruple = tool({
-  description: "Quadruples a number by doubling it twice.",
-  guidelines: "Use to quadruple numbers.",
-  parameters: { type: "object", properties: { value: { type: "number" } }, required: ["value"] }
-}, async ({ value }) => ({ quadrupled: await harness.callTool("double", { value: await harness.callTool("double", { value }) }) }))`
-
-const slowSource = `export const slow = tool({
-  description: "Answers after a while.",
-  guidelines: "Use to wait.",
-  parameters: { type: "object", properties: { ms: { type: "number" } }, required: ["ms"] }
-}, async ({ ms }) => { await new Promise((resolve) => setTimeout(resolve, ms)); return "slow" })`
-
-const js = (entrypoint: string, source: string) => ({ entrypoint, language: "javascript" as const, source })
-
-const textOf = (result: CallToolResult): string => {
-  const first = result.content[0]
-  if (first?.type !== "text") throw new Error(`expected text content, got ${JSON.stringify(result)}`)
-  return first.text
 }
 
 /** An official client that counts list_changed and records every error its transport reports. */

@@ -68,7 +68,7 @@ export const textOf = (result: CallToolResult): string => {
 }
 
 /** Resolves once `check` holds (polling every 20 ms); rejects after `ms`. */
-export const waitUntil = async (what: string, check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> => {
+export const waitUntil = async (what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> => {
   const deadline = Date.now() + ms
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`)
