@@ -89,7 +89,10 @@ export const make = (
     const wantsShrink = () => slots.waiting() === 0 && lease.slots > slots.running() && now() - lastUsed >= retryMs
 
     // a call waiting for a slot wakes the renewer only when the lease could hold more slots
-    const slots = Slots.make(() => lease.slots, () => {
+    // while a renewal that gives slots back is in flight, no call takes more than it keeps: a call
+    // taking one meanwhile would run on a slot the coordinator already counts as free
+    let shrinkingTo = Infinity
+    const slots = Slots.make(() => Math.min(lease.slots, shrinkingTo), () => {
       if (lease.slots < most) Queue.unsafeOffer(wake, undefined)
     })
     const acquire = (signal: AbortSignal | undefined): Promise<Admission.Release> =>
@@ -109,13 +112,17 @@ export const make = (
       const before = lease.invocations
       const held = lease.slots
       const wanted = wantsSlots() ? most : wantsShrink() ? slots.running() : held
-      const result = yield* Effect.either(client.renew(sessionId, lease.id, more, wanted))
+      if (wanted < held) shrinkingTo = wanted
+      const result = yield* Effect.either(client.renew(sessionId, lease.id, more, wanted)).pipe(
+        Effect.onInterrupt(() => Effect.sync(() => shrinkingTo = Infinity))
+      )
+      if (result._tag === "Right") lease = result.right
+      shrinkingTo = Infinity
+      slots.pump()
       if (result._tag === "Right") {
-        lease = result.right
         renewals++
         if (more && lease.invocations === before) upstreamSpent = true
         if (wanted > held && lease.slots <= held) growRefusedAt = now()
-        slots.pump()
         return true
       }
       const error = result.left

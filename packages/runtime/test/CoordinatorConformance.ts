@@ -296,6 +296,40 @@ export const coordinatorConformance = (
         yield* a.close
       })))
 
+    it.effect("a call taking a slot while its idle session gives slots back never runs on a slot the coordinator counts as free", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        yield* startCoordinator(namespace)
+        // renewals take 100 ms (real time) on their way, so a call can come in while one is in flight
+        const direct = yield* Transport.Transport
+        const slow: Transport.TransportShape = {
+          ...direct,
+          request: async (subject, payload, options) => {
+            if (subject.endsWith(".renew")) await new Promise((resolve) => setTimeout(resolve, 100))
+            return direct.request(subject, payload, options)
+          }
+        }
+        const { leased } = yield* admission(namespace, "a", { retryMs: 1_000 }).pipe(Effect.provideService(Transport.Transport, slow))
+        assert.strictEqual(leased.lease().slots, 2)
+        const release = yield* Effect.promise(() => leased.acquire(undefined))
+        release()
+        // idle past retryMs: the renewer gives its slots back; a call comes in while that renewal is on its way
+        yield* TestClock.adjust("1 second")
+        yield* settle(20)
+        const taken = leased.acquire(undefined)
+        let held: (() => void) | undefined
+        void taken.then((release) => held = release)
+        // until the call has a slot and every renewal on its way has come back
+        for (let i = 0, after = 0; i < 400 && after < 40; i++) {
+          yield* settle()
+          assert.isAtLeast(leased.lease().slots, leased.usage().running, "the lease holds a slot for every call running")
+          if (held !== undefined) after++
+          else if (i % 40 === 39) yield* TestClock.adjust("1 second")
+        }
+        assert.isDefined(held, "the call got a slot")
+        held!()
+      })))
+
     it.effect("a session admitted without deploymentConsent cannot run code", () =>
       run(Effect.gen(function*() {
         const namespace = freshNamespace()
