@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Metrics, Otel } from "@jitbox/otel"
-import { Embedded, Ids, RemoteSession, Subject, TraceContext, Transport } from "@jitbox/runtime"
+import { Embedded, Ids, RemoteSession, type SessionApi, Subject, TraceContext, Transport } from "@jitbox/runtime"
 import * as Api from "@opentelemetry/api"
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as Chunk from "effect/Chunk"
@@ -29,19 +29,31 @@ const outerSource = `export const outer = tool({
 const take = (stream: Stream.Stream<Transport.Message, unknown>, count: number) =>
   Effect.map(Stream.runCollect(Stream.take(stream, count)), Chunk.toReadonlyArray)
 
+/** A global tracer provider whose spans land in the returned exporter (the tests disable it at their end). */
+const globalExporter = (): InMemorySpanExporter => {
+  const exporter = new InMemorySpanExporter()
+  Api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
+  return exporter
+}
+
+/** Creates `double` and `outer` (which calls `double` and adds one) in `session`, then calls `outer(20)`. */
+const composedCall = (session: Pick<SessionApi.SessionApi, "createTool" | "callTool">) =>
+  Effect.promise(async () => {
+    await session.createTool({ entrypoint: "double", language: "javascript", source: doubleSource })
+    await session.createTool({ entrypoint: "outer", language: "javascript", source: outerSource })
+    return await session.callTool("outer", { value: 20 })
+  })
+
 describe("without @jitbox/otel", () => {
   it.scopedLive("a composed call across a worker carries no trace headers, makes no span and no jitbox metric", () =>
     Effect.gen(function*() {
-      const exporter = new InMemorySpanExporter()
-      Api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
+      const exporter = globalExporter()
       assert.strictEqual(yield* TraceContext.current, TraceContext.none)
       const runtime = yield* Embedded.make({ namespace: "absent", publishStreams: false, harness: { policy: { allowedLanguages: ["JavaScript"] } } })
       const invokes = yield* runtime.transport.subscribe(Subject.workerInvoke(runtime.prefix, Ids.poolName("default"), "javascript"))
       const nested = yield* runtime.transport.subscribe(Subject.sessionNested(runtime.prefix, Ids.sessionId("s1")))
       const session = runtime.sessions.get("s1")
-      yield* Effect.promise(() => session.createTool({ entrypoint: "double", language: "javascript", source: doubleSource }))
-      yield* Effect.promise(() => session.createTool({ entrypoint: "outer", language: "javascript", source: outerSource }))
-      assert.strictEqual(yield* Effect.promise(() => session.callTool("outer", { value: 20 })), 41)
+      assert.strictEqual(yield* composedCall(session), 41)
       // two activations, then the invocations of outer and double
       const sent = [...yield* take(invokes, 4), ...yield* take(nested, 1)]
       assert.deepStrictEqual(sent.map((message) => message.headers), [{}, {}, {}, {}, {}])
@@ -52,16 +64,13 @@ describe("without @jitbox/otel", () => {
 
   it.scopedLive("the same runtime with Otel.layer in its context sends trace headers, makes spans and counts calls", () =>
     Effect.gen(function*() {
-      const exporter = new InMemorySpanExporter()
-      Api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
+      const exporter = globalExporter()
       const runtime = yield* Embedded.make({ namespace: "present", publishStreams: false, harness: { policy: { allowedLanguages: ["JavaScript"] } } })
         .pipe(Effect.provide(Otel.layer()))
       const invokes = yield* runtime.transport.subscribe(Subject.workerInvoke(runtime.prefix, Ids.poolName("default"), "javascript"))
       const nested = yield* runtime.transport.subscribe(Subject.sessionNested(runtime.prefix, Ids.sessionId("s1")))
       const session = runtime.sessions.get("s1")
-      yield* Effect.promise(() => session.createTool({ entrypoint: "double", language: "javascript", source: doubleSource }))
-      yield* Effect.promise(() => session.createTool({ entrypoint: "outer", language: "javascript", source: outerSource }))
-      assert.strictEqual(yield* Effect.promise(() => session.callTool("outer", { value: 20 })), 41)
+      assert.strictEqual(yield* composedCall(session), 41)
       const sent = [...(yield* take(invokes, 4)).slice(2), ...yield* take(nested, 1)]
       for (const message of sent) assert.match(message.headers.traceparent ?? "", /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
       const names = exporter.getFinishedSpans().map((span) => span.name).sort()
@@ -72,8 +81,7 @@ describe("without @jitbox/otel", () => {
 
   it.scopedLive("with the runtime's stream publisher on, both the published events and the spans see every call; the session's lease is gauged", () =>
     Effect.gen(function*() {
-      const exporter = new InMemorySpanExporter()
-      Api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
+      const exporter = globalExporter()
       const runtime = yield* Embedded.make({ namespace: "streams", harness: { policy: { allowedLanguages: ["JavaScript"] } } })
         .pipe(Effect.provide(Otel.layer()))
       const leases = runtime.leases
@@ -85,9 +93,7 @@ describe("without @jitbox/otel", () => {
         Effect.fork
       )
       const session = runtime.sessions.get("s1")
-      yield* Effect.promise(() => session.createTool({ entrypoint: "double", language: "javascript", source: doubleSource }))
-      yield* Effect.promise(() => session.createTool({ entrypoint: "outer", language: "javascript", source: outerSource }))
-      assert.strictEqual(yield* Effect.promise(() => session.callTool("outer", { value: 20 })), 41)
+      assert.strictEqual(yield* composedCall(session), 41)
       const published = Chunk.toReadonlyArray(yield* completed).map((event) => event.name === "jit_tool_completed" ? event.payload.tool_name : "")
       assert.deepStrictEqual([...published].sort(), ["double", "outer"])
       const names = exporter.getFinishedSpans().map((span) => span.name).sort()
