@@ -184,8 +184,8 @@ describe("jitbox worker's drain", () => {
     const onTerminal = spawnCli(["worker", "--id", "w2", "--languages", "javascript"], env(), { terminal: true })
     const piped = spawnCli(["worker", "--id", "w3", "--languages", "javascript"], env())
     await Promise.all([waitUntil("w2 ready", () => onTerminal.stdout().includes("ready w2"), 90_000), piped.line(/^ready w3$/, 90_000)])
-    // the worker itself runs under `script`: signal the node process, not the terminal's owner
-    const node = descendants(onTerminal.child.pid!).find((pid) => pid !== onTerminal.child.pid && commandLine(pid).includes("bin.ts"))
+    // the worker runs under `script` (which may start it through a shell): signal the node process itself
+    const node = descendants(onTerminal.child.pid!).find((pid) => commandLine(pid).split("\0")[0] === process.execPath)
     expect(node).toBeDefined()
     process.kill(node!, "SIGTERM")
     piped.child.kill("SIGTERM")

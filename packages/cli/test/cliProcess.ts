@@ -41,7 +41,7 @@ export const spawnCli = (args: ReadonlyArray<string>, env: Record<string, string
     else merged[name] = value
   }
   const argv = ["--conditions=@jitbox/source", "--import", "tsx", bin, ...args]
-  const child = spawn(options.terminal === true ? "script" : process.execPath, options.terminal === true ? ["-qfec", [process.execPath, ...argv].map(quoted).join(" "), "/dev/null"] : argv, {
+  const child = spawn(options.terminal === true ? "script" : process.execPath, options.terminal === true ? ["-qfec", `exec ${[process.execPath, ...argv].map(quoted).join(" ")}`, "/dev/null"] : argv, {
     cwd: repoRoot,
     env: merged,
     stdio: ["ignore", "pipe", "pipe"]
