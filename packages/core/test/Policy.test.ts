@@ -154,6 +154,28 @@ export const probe = tool({ description: "Measure overlap.", guidelines: "Use in
     expect(Math.max(...(peaks as Array<number>))).toBe(1)
   })
 
+  it("a composition deeper than the slots runs on its first caller's slot; other calls still wait for one (JT-POL-11)", async () => {
+    const harness = new JitHarness({ policy: { allowedLanguages: ["JavaScript"], maximumConcurrentInvocations: 1, shortInvocationTimeoutSeconds: 20 } })
+    const plain = (name: string, body: string) => `export const ${name} = tool({ description: "A link of a chain.", guidelines: "Use in tests." }, async () => ${body})`
+    await harness.createTool({ entrypoint: "c", source: plain("c", `"c"`) })
+    await harness.createTool({ entrypoint: "b", source: plain("b", `"b" + await harness.callTool("c", {})`) })
+    await harness.createTool({
+      entrypoint: "a",
+      source: `let running = 0, peak = 0
+export const a = tool({ description: "The head of a chain.", guidelines: "Use in tests." }, async () => {
+  running++; peak = Math.max(peak, running)
+  const rest = await harness.callTool("b", {})
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  running--
+  return { chain: "a" + rest, peak }
+})`
+    })
+    const results = await Promise.all([harness.callTool("a"), harness.callTool("a"), harness.callTool("a")]) as Array<{ chain: string; peak: number }>
+    expect(results.map((result) => result.chain)).toEqual(["abc", "abc", "abc"])
+    expect(Math.max(...results.map((result) => result.peak))).toBe(1)
+    expect(harness.profile().calls.filter((call) => call.status === "completed")).toHaveLength(9)
+  })
+
   effect.effect("stops a code call at the short timeout with a ToolTimeout failure, on the harness's clock (JT-POL-14)", () =>
     Effect.gen(function*() {
       const harness = yield* Harness.makeScoped({ policy: { allowedLanguages: ["JavaScript"], shortInvocationTimeoutSeconds: 7 } })

@@ -228,10 +228,16 @@ export class Dispatcher implements Session, CallHost {
     return this.invokeAdmitted(version, call)
   }
 
-  /** A code call under a policy: a concurrency slot (given up if the call is abandoned while it waits), then its deadline. */
+  /**
+   * A code call under a policy: a concurrency slot (given up if the call is abandoned while it
+   * waits), then its deadline. A call nested in code that runs on a slot runs on that slot: its
+   * caller waits for it, and taking one more would leave a composition deeper than the slots
+   * waiting behind itself until it timed out.
+   */
   private async invokeAdmitted(version: CodeVersion, call: LiveCall): Promise<unknown> {
     const signal = call.signal
-    const release = await this.o.admission.acquire(signal)
+    const release = this.onCallersSlot(call) ? undefined : await this.o.admission.acquire(signal)
+    call.onSlot = true
     const seconds = this.o.admission.timeoutSeconds(version.duration)
     const clock = this.o.clock
     const deadline = seconds === null ? null : clock.now() + seconds * 1000
@@ -241,9 +247,21 @@ export class Dispatcher implements Session, CallHost {
     try {
       return await version.runner.invoke(new CodeInvocation(version.activationId, call, deadline), signal)
     } finally {
+      call.onSlot = false
       cancelTimer?.()
-      release()
+      release?.()
     }
+  }
+
+  /** Whether a caller of the call (through base and text tools too) runs code on a slot now. */
+  private onCallersSlot(call: LiveCall): boolean {
+    for (let id = call.parentCallId; id !== null;) {
+      const caller = this.calls.get(id)
+      if (caller === undefined) return false
+      if (caller.onSlot) return true
+      id = caller.parentCallId
+    }
+    return false
   }
 
   /**

@@ -28,6 +28,8 @@ export class LiveCall implements Call, InvocationContext {
   startedAt = 0
   /** Set when the call was cancelled (by its caller, or by a cancel naming it). */
   cancelled = false
+  /** Set while the call runs code on a concurrency slot (its own, or its caller's). */
+  onSlot = false
   private id: string | undefined
   private controller: AbortController | undefined
   private registered = false
