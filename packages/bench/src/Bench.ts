@@ -128,10 +128,10 @@ export const benchmark = (options: BenchOptions): Effect.Effect<BenchResult.Benc
     const target = yield* Target.make(targetOptions, snapshot, options.tool)
     const budgets = target.budgets
     const deepest = s.depths[s.depths.length - 1]!
-    if (budgets !== undefined && s.concurrency * (deepest + 1) > budgets.concurrentInvocations) {
+    if (budgets !== undefined && s.concurrency > budgets.concurrentInvocations) {
       return yield* new BenchSetupError({
         step: "checking the session's budgets",
-        detail: `${s.concurrency} calls in flight at depth ${deepest} hold ${s.concurrency * (deepest + 1)} invocations at once (more if the tool composes), and the policy allows ${budgets.concurrentInvocations}: the nested calls would wait behind their own parents`
+        detail: `${s.concurrency} calls in flight, and the policy allows ${budgets.concurrentInvocations} at once: the others would wait for a slot, and the figures would measure that wait`
       })
     }
     if (budgets !== undefined && (s.warmup + s.iterations) * (deepest + 1) > budgets.invocations) {

@@ -10,6 +10,10 @@
  * drains, a terminal shows its progress on stderr (`Progress`): invocations finished of those
  * running when the signal came.
  *
+ * `--credential NAME` (repeatable) hands the worker the secret in its own environment variable
+ * `NAME`: sessions admitted under a profile whose `credentialName` is `NAME` run their code with it
+ * (and only on workers that hold it).
+ *
  * With `--otlp URL` (or OTEL_EXPORTER_OTLP_ENDPOINT) it exports its invocation spans and metrics
  * (its capacity and load among them) as service `jitbox-worker` (`Telemetry`).
  *
@@ -104,6 +108,26 @@ export const nodeId = Options.text("node-id").pipe(
 )
 
 /**
+ * A credential the worker holds: `name` and the value of its own environment variable `name`;
+ * throws when that variable is unset or empty.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const parseCredential = (name: string, environment: NodeJS.ProcessEnv = process.env): readonly [string, string] => {
+  const value = environment[name]
+  if (value === undefined || value === "") throw new Error(`--credential ${name}: this process's environment has no ${name} to hand out`)
+  return [name, value]
+}
+
+/** @since 0.1.0 @category options */
+export const credential = Options.text("credential").pipe(
+  Options.withDescription("A secret this worker holds, read from its own environment variable of that name; a profile's credentialName asks for it (repeatable)"),
+  Options.repeated,
+  Options.mapTryCatch((names) => names.map((name) => parseCredential(name)), helpOf)
+)
+
+/**
  * The line `--log-invocations` prints for one invocation.
  *
  * @since 0.1.0
@@ -118,7 +142,7 @@ export type WorkerCommandError = HarnessError.ConfigError | TransportError.Trans
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
   "worker",
-  { ...Connection.options, pool, languages, concurrency, graceMs, id, logInvocations, noAdmission, nodeId, otlp: Telemetry.otlp },
+  { ...Connection.options, pool, languages, concurrency, graceMs, id, logInvocations, noAdmission, nodeId, credential, otlp: Telemetry.otlp },
   (config): Effect.Effect<never, WorkerCommandError> =>
     Serve.untilInterrupted(Effect.gen(function*() {
       const { prefix } = yield* Connection.prefixOf(config)
@@ -139,6 +163,7 @@ export const command = Command.make(
         graceMs: config.graceMs,
         requireAdmission: !config.noAdmission,
         nodeId: Option.getOrUndefined(config.nodeId),
+        credentials: Object.fromEntries(config.credential),
         onInvocation: config.logInvocations ? (invocation) => process.stdout.write(`${invocationLine(invocation)}\n`) : undefined
       }).pipe(Effect.provide(transport), telemetry.provide)
       yield* telemetry.watchWorker(worker, config.concurrency)

@@ -21,7 +21,9 @@ import { alive, type CliProcess, descendants, spawnCli, waitUntil } from "./cliP
 
 const namespace = `cli_${Math.random().toString(36).slice(2, 8)}`
 const prefix = Subject.prefix(Ids.namespace(namespace))
-const profileFile = { profiles: [{ name: "standard", policy: { allowedLanguages: ["JavaScript", "Python"], maximumInvocations: 100 } }] }
+const profileFile = {
+  profiles: [{ name: "standard", credentialName: "SERVICE_TOKEN", policy: { allowedLanguages: ["JavaScript", "Python"], maximumInvocations: 100 } }]
+}
 
 let server: NatsServer.Handle | undefined
 let directory: string
@@ -41,7 +43,11 @@ beforeAll(async () => {
   scope = Effect.runSync(Scope.make())
   transport = await Effect.runPromise(NatsTransport.make({ servers: server.url }).pipe(Scope.extend(scope)))
   coordinator = spawnCli(["coordinator", "--server", server.url, "--namespace", namespace, "--profiles", path.join(directory, "profiles.json")])
-  worker = spawnCli(["worker", "--id", "w1", "--grace-ms", "300", "--log-invocations"], { JITBOX_SERVER: server.url, JITBOX_NAMESPACE: namespace })
+  worker = spawnCli(["worker", "--id", "w1", "--grace-ms", "300", "--log-invocations", "--credential", "SERVICE_TOKEN"], {
+    JITBOX_SERVER: server.url,
+    JITBOX_NAMESPACE: namespace,
+    SERVICE_TOKEN: "tok-cli"
+  })
   sessions = spawnCli([
     "sessions", "--server", server.url, "--namespace", namespace, "--store", path.join(directory, "store"), "--idle-timeout", "10m",
     "--profile", "standard", "--deployment-consent", "--policy", JSON.stringify({ allowedLanguages: ["JavaScript"] })
@@ -65,6 +71,9 @@ const squareSource = `export const square = tool({
   guidelines: "Use to square an integer.",
   parameters: { type: "object", properties: { value: { type: "integer" } }, required: ["value"] }
 }, async ({ value }: { value: number }) => value * value)
+`
+
+const tokenSource = `export const token = tool({ description: "Reads the profile's credential.", guidelines: "Use in tests." }, async () => process.env.SERVICE_TOKEN ?? null)
 `
 
 const startedSource = `export const started = tool({
@@ -97,6 +106,15 @@ describe("jitbox coordinator, worker and sessions as processes", () => {
     expect(fs.existsSync(path.join(directory, "store", "s1.json"))).toBe(true)
   }, 120_000)
 
+  it("--credential: the worker hands the profile's credential to the session's code; unset in its environment, exit 2", async () => {
+    const session = new RemoteSession.RemoteSession(transport, "s1", { prefix, timeoutMs: 60_000 })
+    await session.createTool({ entrypoint: "token", language: "typescript", source: tokenSource })
+    expect(await session.callTool("token", {})).toBe("tok-cli")
+    const unset = spawnCli(["worker", "--credential", "SERVICE_TOKEN"], { JITBOX_SERVER: server!.url, JITBOX_NAMESPACE: namespace, SERVICE_TOKEN: undefined })
+    expect(await unset.exited()).toBe(2)
+    expect(unset.stderr()).toContain("--credential SERVICE_TOKEN: this process's environment has no SERVICE_TOKEN to hand out")
+  }, 120_000)
+
   it("the coordinator admits under the profile of its file and keeps the grant in the namespace's KV bucket", async () => {
     const client = await run(Coordinator.client({ namespace: Ids.namespace(namespace) }))
     const ceiling = await Effect.runPromise(client.policy("standard"))
@@ -114,6 +132,8 @@ describe("jitbox coordinator, worker and sessions as processes", () => {
       )
     )
     expect(stored?.value).toMatchObject({ sessionId: "s9", profile: "standard", consent: true })
+    // s9 gives its slots back: the profile's other sessions need them
+    await Effect.runPromise(client.release(Ids.sessionId("s9"), admitted.lease.id, { invocations: 0, tools: 0, repairs: 0 }))
   }, 60_000)
 
   it("SIGTERM: the worker drains (the call past its grace fails Closed), each process exits 0 and leaves no process behind", async () => {

@@ -36,6 +36,11 @@ export interface CodeSource {
   readonly entryFile: string
   /** Every file of the package, entry file included, keyed by its relative path. */
   readonly files: Readonly<Record<string, string>>
+  /**
+   * Variables the host adds to this activation's environment (a worker hands a profile's credential
+   * this way); set by configuration only, never by the model. Runners that start no process ignore it.
+   */
+  readonly environment?: Readonly<Record<string, string>> | undefined
 }
 
 /** What the module's `tool(...)` value declares. Bash tools declare nothing: the request supplies it. @since 0.1.0 @category models */

@@ -2,8 +2,10 @@
  * Host-owned execution profiles (JT-PRF) and the effective policy of a request under one.
  *
  * A profile is a named `JitPolicy` ceiling plus the host fields the runtime maps: `location`
- * (a worker pool), `credentialName` (a secret the worker host puts in the child's environment,
- * never shown to the model) and `sandboxNodeId` (one named worker, serialized access, JT-HOST-04).
+ * (a worker pool), `credentialName` (a secret the worker host holds under that name and puts in
+ * the environment of the children that run this profile's code, as a variable of that name; never
+ * in a message, a record or an event) and `sandboxNodeId` (one named worker, serialized access,
+ * JT-HOST-04).
  * The effective policy is the request intersected with the profile (JT-PRF-01): languages
  * intersect, booleans AND (`requireRootCoordinator` OR), limits take the minimum. A request that
  * explicitly asks for more than the profile allows is refused with a `ConfigError` naming the
@@ -43,6 +45,23 @@ const optionalText = (value: unknown, option: string): string | undefined => {
   return value
 }
 
+const variableName = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
+
+/** Variables the sandbox sets itself (or the interpreters read for their own setup): a credential may not take their name. */
+const reservedVariable = /^(PATH|HOME|TMPDIR|LANG|LC_[A-Z_]*|LD_[A-Z_]*|NODE_[A-Z_]*|PYTHON[A-Z_]*|BASH_[A-Z_]*|ENV|IFS|SHELLOPTS|JB_[A-Z_]*|JITBOX_[A-Z_]*)$/
+
+const credential = (value: unknown, option: string): string | undefined => {
+  const name = optionalText(value, option)
+  if (name === undefined) return undefined
+  if (!variableName.test(name) || reservedVariable.test(name)) {
+    throw new HarnessError.ConfigError({
+      option,
+      detail: `expected an environment variable name (letters, digits, "_"; not one the sandbox sets such as PATH, HOME, LD_*, NODE_*, PYTHON*, JITBOX_*), got ${JSON.stringify(name)}`
+    })
+  }
+  return name
+}
+
 /**
  * Checks a profile: its name is a subject-safe token and its policy is in range (a `ConfigError`
  * naming `profiles.<name>.<field>` otherwise).
@@ -67,7 +86,7 @@ export const make = (input: ExecutionProfileInput): ExecutionProfile => {
     name: input.name,
     policy,
     location: optionalText(input.location, `profiles.${input.name}.location`),
-    credentialName: optionalText(input.credentialName, `profiles.${input.name}.credentialName`),
+    credentialName: credential(input.credentialName, `profiles.${input.name}.credentialName`),
     sandboxNodeId: optionalText(input.sandboxNodeId, `profiles.${input.name}.sandboxNodeId`)
   }
 }

@@ -3,7 +3,9 @@
  * `RemoteCodeRunner`s. It serves `worker.<pool>.<language>.invoke` in one queue group per
  * (pool, language), so starting more workers spreads the load, with at most `concurrency`
  * invocations of each language at once (and `backlog` waiting; beyond that a request is answered
- * `Busy` at once and the session tries again, on any member of the group).
+ * `Busy` at once and the session tries again, on any member of the group). An invocation nested in
+ * one running on this worker (its caller waits for it) does not wait for those: up to
+ * `nestedInvocations` more run, so a composition deeper than `concurrency` never waits behind itself.
  *
  * - **Packages** are fetched once per (session, version) from the owning session
  *   (`session.<sid>.package`, in chunks that fit `max_payload`) and activated in the worker's
@@ -26,6 +28,10 @@
  *   know, one without `deploymentConsent`, one whose profile names another pool (`location`) or
  *   pins another worker (`sandboxNodeId`) is refused with `PolicyViolation` `NotAdmitted`, and
  *   nothing runs. What the message says about itself is never trusted.
+ * - **Credentials**: a lease whose profile names a `credentialName` runs only on a worker given
+ *   that credential in `credentials` (else `NotAdmitted` naming it); the children of that session's
+ *   activations get it as an environment variable of that name, and nothing else does. The value
+ *   never leaves the worker in a message.
  * - **Pinned worker**: a worker given `nodeId` also serves `node.<nodeId>.<language>.invoke`, one
  *   invocation at a time (JT-HOST-04), for profiles whose `sandboxNodeId` names it.
  * - **Drain**: when its scope closes (the `jitbox worker` process closes it on SIGTERM), the worker
@@ -41,7 +47,7 @@
  */
 import type { CodeLanguage, CodeRunner } from "@jitbox/core"
 import { SandboxRunner, type SandboxConfig } from "@jitbox/sandbox"
-import { HarnessError, ThrownValue } from "@jitbox/core"
+import { HarnessError, Slots, ThrownValue } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
@@ -50,6 +56,7 @@ import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import { failed, okValue, valueOf } from "./internal/replies.js"
+import * as Status from "./internal/status.js"
 import * as ServiceDiscovery from "./ServiceDiscovery.js"
 import * as Subject from "./Subject.js"
 import * as TraceContext from "./TraceContext.js"
@@ -70,10 +77,12 @@ export interface WorkerOptions {
   readonly pool?: string | undefined
   /** The languages it serves (default: every language its sandbox can run). */
   readonly languages?: ReadonlyArray<CodeLanguage> | undefined
-  /** Invocations of one language run at once (default 4). */
+  /** Invocations of one language run at once, besides those nested in one running here (default 4). */
   readonly concurrency?: number | undefined
   /** Invocations that may wait for a slot before new ones are answered `Busy` (default 0: go to another worker). */
   readonly backlog?: number | undefined
+  /** Invocations nested in one running here that may run beyond `concurrency`, per language (default 32). */
+  readonly nestedInvocations?: number | undefined
   /** Activations kept, least recently used evicted first (default 64). */
   readonly cacheSize?: number | undefined
   /** How long closing waits for invocations in progress before killing them (default 10 000 ms). */
@@ -92,6 +101,11 @@ export interface WorkerOptions {
   readonly requireAdmission?: boolean | undefined
   /** The name profiles pin with `sandboxNodeId`: this worker then also serves that node's subject, one invocation at a time. */
   readonly nodeId?: string | undefined
+  /**
+   * Secrets by name that profiles may ask for with `credentialName`: a session admitted under such a
+   * profile runs its code with that one variable added to its children's environment.
+   */
+  readonly credentials?: Readonly<Record<string, string>> | undefined
   /** How long asking the coordinator about a lease may take (default 10 000 ms). */
   readonly verifyTimeoutMs?: number | undefined
   /** Told of every invocation once it has finished (for logs); what it throws is ignored. */
@@ -128,6 +142,7 @@ export const defaults = {
   pool: "default",
   concurrency: 4,
   backlog: 0,
+  nestedInvocations: 32,
   cacheSize: 64,
   graceMs: 10_000,
   fetchTimeoutMs: 30_000,
@@ -159,6 +174,9 @@ export const serviceName = "jitbox-worker"
 
 const key = (sessionId: string, versionId: string): string => `${sessionId}\u0000${versionId}`
 
+/** What a lease lets its request run with: the environment its profile's credential adds, if any. */
+type Admitted = Readonly<Record<string, string>> | undefined
+
 /**
  * Starts a worker that serves until the scope closes.
  *
@@ -182,7 +200,12 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
     )
     const languages = (options.languages ?? sandbox.languages).filter((language) => sandbox.languages.includes(language))
 
+    const concurrency = options.concurrency ?? defaults.concurrency
+    const backlog = options.backlog ?? defaults.backlog
+    const nestedInvocations = options.nestedInvocations ?? defaults.nestedInvocations
+    const rootSlots = new Map(languages.map((language) => [language, Slots.make(() => concurrency)] as const))
     const requireAdmission = options.requireAdmission ?? true
+    const credentials: Readonly<Record<string, string>> = Object.assign(Object.create(null), options.credentials)
     const nodeId = options.nodeId === undefined ? undefined : Ids.workerId(options.nodeId)
     const coordinator = yield* Coordinator.client({ prefix, timeoutMs: options.verifyTimeoutMs })
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
@@ -192,8 +215,8 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
     const refuse = (name: string, detail: string) => new HarnessError.PolicyViolation({ name, reason: "NotAdmitted", detail })
 
     /** Resolves when the request's lease allows it to run here; rejects with `NotAdmitted` (or the coordinator's failure) otherwise. */
-    const admitted = async (request: Omit<WorkerProtocol.ActivateRequest, "kind">, pinned: boolean): Promise<void> => {
-      if (!requireAdmission) return
+    const admitted = async (request: Omit<WorkerProtocol.ActivateRequest, "kind">, pinned: boolean): Promise<Admitted> => {
+      if (!requireAdmission) return undefined
       const name = request.tool_name
       if (request.lease_id === undefined) throw refuse(name, `session '${request.session_id}' sent no lease: this worker runs code only for sessions the coordinator admitted`)
       const k = key(request.session_id, request.lease_id)
@@ -218,6 +241,10 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       } else if (facts.location !== undefined && facts.location !== pool) {
         throw refuse(name, `profile '${facts.profile}' runs in pool '${facts.location}', not '${pool}'`)
       }
+      if (facts.credentialName === undefined) return undefined
+      const secret = credentials[facts.credentialName]
+      if (secret === undefined) throw refuse(name, `profile '${facts.profile}' needs the credential '${facts.credentialName}', which this worker does not hold`)
+      return { [facts.credentialName]: secret }
     }
 
     const cache = new Map<string, CacheEntry>()
@@ -282,10 +309,10 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       }
     }
 
-    /** The cached activation of (session, version), made (package fetched, module loaded) on first use. */
-    const activation = (request: Omit<WorkerProtocol.ActivateRequest, "kind">): CacheEntry => {
+    /** The cached activation of (session, version, environment), made (package fetched, module loaded) on first use. */
+    const activation = (request: Omit<WorkerProtocol.ActivateRequest, "kind">, environment: Admitted): CacheEntry => {
       const sessionId = Ids.sessionId(request.session_id)
-      const k = key(sessionId, request.version_id)
+      const k = key(sessionId, environment === undefined ? request.version_id : `${request.version_id}\u0000${Object.keys(environment).join()}`)
       const found = cache.get(k)
       if (found !== undefined) {
         cache.delete(k)
@@ -307,7 +334,8 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
               language: request.language,
               entrypoint: request.entrypoint,
               entryFile: request.entry_file,
-              files
+              files,
+              environment
             },
             hostFor(sessionId)
           )
@@ -329,11 +357,12 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
 
     const invoke = async (
       request: WorkerProtocol.InvokeRequest,
+      environment: Admitted,
       drained: AbortSignal,
       subject: string,
       headers: Transport.Headers
     ): Promise<string> => {
-      const entry = activation(request)
+      const entry = activation(request, environment)
       entry.inflight++
       const runningKey = key(request.session_id, request.call_id)
       const controller = new AbortController()
@@ -405,16 +434,29 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
         )
       }
       const work = () =>
-        admitted(message, pinned).then(() =>
+        admitted(message, pinned).then((environment) =>
           message.kind === "activate"
-            ? activation(message).ready.then((metadata) => Envelope.ok(JSON.stringify(metadata)))
-            : invoke(message, request.signal, subject, request.headers)
+            ? activation(message, environment).ready.then((metadata) => Envelope.ok(JSON.stringify(metadata)))
+            : invoke(message, environment, request.signal, subject, request.headers)
         ).catch(failed(message.tool_name))
-      if (!pinned) return work()
-      // a pinned worker runs one request at a time, whatever its language
-      const turn = pinnedTail.then(work)
-      pinnedTail = turn
-      return turn
+      // its caller runs here and waits for it: it takes no slot (the responder bounds these)
+      if (message.kind === "invoke" && message.parent_call_id !== null && running.has(key(message.session_id, message.parent_call_id))) return work()
+      if (pinned) {
+        // a pinned worker runs one request at a time, whatever its language
+        const turn = pinnedTail.then(work)
+        pinnedTail = turn
+        return turn
+      }
+      const slots = rootSlots.get(message.language)
+      if (slots === undefined) return work()
+      if (slots.running() >= concurrency && slots.waiting() >= backlog) {
+        // the status the responder itself answers when it is full: the session sends it again
+        return { payload: "", headers: Status.headers("Busy", `${concurrency} invocations run and ${backlog} wait`) }
+      }
+      return slots.acquire(request.signal).then(
+        (release) => work().finally(release),
+        () => Envelope.error(new TransportError({ reason: "Closed", subject, detail: "the worker closed while the request waited" }))
+      )
     }
 
     // Cancels first, so a cancel never misses an invocation taken after the worker joined.
@@ -459,7 +501,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       workerId,
       pool,
       languages,
-      concurrency: options.concurrency ?? defaults.concurrency,
+      concurrency,
       running: () => running.size,
       intervalMs: options.capacityIntervalMs
     })
@@ -471,8 +513,9 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
         endpoint.subject,
         {
           queue: endpoint.queueGroup,
-          concurrency: options.concurrency ?? defaults.concurrency,
-          backlog: options.backlog ?? defaults.backlog,
+          // the handler keeps invocations that are not nested in one running here to `concurrency`
+          concurrency: concurrency + nestedInvocations,
+          backlog: 0,
           graceMs: options.graceMs ?? defaults.graceMs
         },
         ServiceDiscovery.measure(endpoint.stats, capacity.track(handler(false)))
@@ -480,7 +523,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       if (nodeId !== undefined) {
         yield* transport.serve(
           Subject.nodeInvoke(prefix, nodeId, language),
-          { concurrency: 1, backlog: 1_000, graceMs: options.graceMs ?? defaults.graceMs },
+          { concurrency: 1 + nestedInvocations, backlog: 1_000, graceMs: options.graceMs ?? defaults.graceMs },
           handler(true)
         )
       }

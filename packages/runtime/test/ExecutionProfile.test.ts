@@ -172,6 +172,14 @@ describe("ExecutionProfile.effectivePolicy under a narrower profile (the interse
     expect(refused(() => ExecutionProfile.make({ name: "a.b" })).option).toBe("profiles.name")
     expect(refused(() => ExecutionProfile.all([{ name: "p" }, { name: "p" }])).option).toBe("profiles.name")
   })
+
+  it("a credentialName is an environment variable name the sandbox does not set itself", () => {
+    expect(ExecutionProfile.make({ name: "p", credentialName: "SERVICE_TOKEN" }).credentialName).toBe("SERVICE_TOKEN")
+    expect(ExecutionProfile.make({ name: "p", credentialName: "_x1" }).credentialName).toBe("_x1")
+    for (const name of ["PATH", "HOME", "LD_PRELOAD", "NODE_OPTIONS", "PYTHONPATH", "BASH_ENV", "JITBOX_SANDBOX_CHILD", "JB_PKG", "1TOKEN", "A-B", "A B", "", "X".repeat(129)]) {
+      expect(refused(() => ExecutionProfile.make({ name: "p", credentialName: name })).option, name).toBe("profiles.p.credentialName")
+    }
+  })
 })
 
 describe("ExecutionProfile.fromFile", () => {

@@ -121,7 +121,8 @@ const languages = { allowedLanguages: ["Python", "JavaScript", "Bash"] } as cons
 export const profiles = ExecutionProfile.all([
   { name: "standard", policy: languages },
   { name: "gpu", location: "gpu", policy: languages },
-  { name: "pinned", sandboxNodeId: "node-a", policy: languages }
+  { name: "pinned", sandboxNodeId: "node-a", policy: languages },
+  { name: "keyed", credentialName: "SERVICE_TOKEN", policy: languages }
 ])
 
 /**
@@ -157,6 +158,26 @@ export const setup = (
     const leases = Context.get(runner, SessionLeases.SessionLeases)
     return { prefix, namespace, context, worker: worker.worker, sessions, leases }
   })
+
+const environmentJs = `export const environment = tool({ description: "Reads two variables.", guidelines: "Use in tests." }, async () =>
+  ({ token: process.env.SERVICE_TOKEN ?? null, other: process.env.OTHER_TOKEN ?? null }))`
+
+const environmentPy = `import os
+from jitbox import tool
+
+@tool(description="Reads a variable.", guidelines="Use in tests.")
+def environment_py() -> str:
+    return os.environ.get("SERVICE_TOKEN", "absent")
+`
+
+/** Tool `link<i>` answers its name followed by what `link<i+1>` answers; the last answers its name. */
+const chain = (length: number) =>
+  Array.from({ length }, (_, i) => ({
+    entrypoint: `link${i}`,
+    language: "javascript" as const,
+    source: `export const link${i} = tool({ description: "A link of a chain.", guidelines: "Use in tests." }, async () =>
+  "${i}" + (${i + 1 < length ? `await harness.callTool("link${i + 1}", {})` : `""`}))`
+  })).reverse()
 
 const pauseJs = `export const pause = tool({ description: "Notes, pauses, notes.", guidelines: "Use in tests." }, async () => {
   await harness.callTool("note", { phase: "in" })
@@ -352,6 +373,54 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
         assert.strictEqual(error?.reason, "NotAdmitted", JSON.stringify(error))
         assert.match(error?.detail ?? "", /pool 'gpu'/)
         track(gpu.worker)
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a profile's credential reaches its sessions' children as a variable of its name, and only those", () =>
+      Effect.gen(function*() {
+        const credentials = { SERVICE_TOKEN: "tok-1", OTHER_TOKEN: "tok-2" }
+        const keyed = yield* setup(makeLayer, undefined, { credentials }, { profile: "keyed", deploymentConsent: true })
+        const session = keyed.sessions.get("s1")
+        yield* Effect.promise(() => session.createTool({ entrypoint: "environment", language: "javascript", source: environmentJs }))
+        yield* Effect.promise(() => session.createTool({ entrypoint: "environment_py", language: "python", source: environmentPy }))
+        assert.deepStrictEqual(yield* Effect.promise(() => session.callTool("environment", {})), { token: "tok-1", other: null })
+        assert.strictEqual(yield* Effect.promise(() => session.callTool("environment_py", {})), "tok-1")
+        track(keyed.worker)
+
+        const standard = yield* setup(makeLayer, undefined, { credentials }, { profile: "standard", deploymentConsent: true })
+        const plain = standard.sessions.get("s1")
+        yield* Effect.promise(() => plain.createTool({ entrypoint: "environment", language: "javascript", source: environmentJs }))
+        assert.deepStrictEqual(yield* Effect.promise(() => plain.callTool("environment", {})), { token: null, other: null })
+        track(standard.worker)
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a worker without the credential a profile names refuses its sessions' code, naming it", () =>
+      Effect.gen(function*() {
+        const { sessions, worker } = yield* setup(makeLayer, undefined, { credentials: { OTHER_TOKEN: "tok-2" } }, { profile: "keyed", deploymentConsent: true })
+        const error = yield* rejection(sessions.get("s1").createTool({ entrypoint: "environment", language: "javascript", source: environmentJs }))
+        assert.strictEqual((error as { _tag?: string })._tag, "PolicyViolation", String(error))
+        assert.strictEqual((error as { reason?: string }).reason, "NotAdmitted")
+        assert.match((error as { detail?: string }).detail ?? "", /needs the credential 'SERVICE_TOKEN', which this worker does not hold/)
+        assert.notInclude(String((error as { detail?: string }).detail), "tok-2")
+        assert.strictEqual(worker.fetches(), 0)
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a composition deeper than the session's slots and the worker's concurrency runs: nested calls run on their caller's slot", () =>
+      Effect.gen(function*() {
+        const { sessions, worker } = yield* setup(makeLayer, { allowedLanguages: ["JavaScript"], maximumConcurrentInvocations: 1, shortInvocationTimeoutSeconds: 30 }, { concurrency: 1 })
+        const session = sessions.get("s1")
+        for (const link of chain(6)) yield* Effect.promise(() => session.createTool(link))
+        const results = yield* Effect.promise(() => Promise.all([session.callTool("link0", {}), session.callTool("link0", {})]))
+        assert.deepStrictEqual(results, ["012345", "012345"])
+        track(worker)
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a pinned worker runs a composition of its profile's tools: nested calls do not wait behind their caller", () =>
+      Effect.gen(function*() {
+        const { sessions, worker } = yield* setup(makeLayer, undefined, { nodeId: "node-a" }, { profile: "pinned", deploymentConsent: true })
+        const session = sessions.get("s1")
+        for (const link of chain(3)) yield* Effect.promise(() => session.createTool(link))
+        assert.strictEqual(yield* Effect.promise(() => session.callTool("link0", {})), "012")
+        track(worker)
       }).pipe(Effect.scoped), 60_000)
 
     it.live("a pinned profile (sandboxNodeId) runs on its named worker, one invocation at a time", () =>

@@ -56,7 +56,10 @@ export class RunnerContext {
   ): C {
     const childDir = this.dirs.readOnly("c")
     const marker = `${this.id}:${++this.children}`
-    const { launch, wrap } = build(childDir, marker)
+    const built = build(childDir, marker)
+    // the runner's own variables win over what the host adds
+    const launch = source.environment === undefined ? built.launch : { ...built.launch, env: { ...source.environment, ...built.launch.env } }
+    const wrap = built.wrap
     const hooks: ChildHooks = {
       toolName: source.toolName,
       versionId: source.versionId,
