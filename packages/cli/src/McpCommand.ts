@@ -50,6 +50,12 @@ export const host = Options.text("host").pipe(
 )
 
 /** @since 0.1.0 @category options */
+export const allowedHost = Options.text("allowed-host").pipe(
+  Options.withDescription("With --http: a host name clients reach the server by (repeatable); requests naming another Host are answered 403. Default: localhost, 127.0.0.1 and [::1] on a loopback --host, any otherwise"),
+  Options.repeated
+)
+
+/** @since 0.1.0 @category options */
 export const snapshot = Options.file("snapshot", { exists: "yes" }).pipe(
   Options.withDescription("Start each session as a copy of this snapshot (a JSON file saved by a harness); default: an empty toolbox"),
   Options.optional
@@ -185,7 +191,7 @@ const serveStdio = (opener: Opener): Effect.Effect<void, McpError.McpServeError,
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
   "mcp",
-  { ...Connection.options, http, host, snapshot, session, inspectionTools, policy, maxSessions, idleTimeout, otlp: Telemetry.otlp },
+  { ...Connection.options, http, host, allowedHost, snapshot, session, inspectionTools, policy, maxSessions, idleTimeout, otlp: Telemetry.otlp },
   (config): Effect.Effect<void, McpCommandError> => {
     const opener = Effect.gen(function*() {
       // first in the scope, so shut down (flushing every span) after the sessions are closed
@@ -212,6 +218,7 @@ export const command = Command.make(
             open: made.open,
             port,
             host: config.host,
+            allowedHosts: config.allowedHost.length === 0 ? undefined : config.allowedHost,
             maxSessions: config.maxSessions,
             idleTimeoutMs: Duration.toMillis(config.idleTimeout)
           })

@@ -10,8 +10,15 @@
  * once, a further `initialize` is answered 503; an unknown session id is answered 404, as the
  * protocol asks, so the client starts again. Failures answer 500 and never reach the process.
  *
+ * DNS rebinding: a web page whose name an attacker points at 127.0.0.1 could otherwise reach a
+ * local server from the user's browser (and build and run tools). A request whose `Host` header
+ * names a host outside `allowedHosts` is answered 403 before its body is read (the SDK's
+ * `hostHeaderValidation`); listening on a loopback address, the default allows only `localhost`,
+ * `127.0.0.1` and `[::1]`.
+ *
  * @since 0.1.0
  */
+import { hostHeaderValidation } from "@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
@@ -31,6 +38,12 @@ export interface HttpOptions extends Omit<SessionServer.SessionServerOptions, "e
   readonly port?: number | undefined
   /** Default 127.0.0.1: only this machine can connect. */
   readonly host?: string | undefined
+  /**
+   * Host names (without port; IPv6 in brackets) a request's `Host` header may name, others are
+   * answered 403. Default: `localhost`, `127.0.0.1` and `[::1]` when `host` is a loopback address;
+   * for any other address no check (give the names the server is reached by).
+   */
+  readonly allowedHosts?: ReadonlyArray<string> | undefined
   /** The endpoint's path (default `/mcp`). */
   readonly path?: string | undefined
   /** Largest POST body, in bytes (default 4 MiB). */
@@ -114,6 +127,31 @@ const readBody = (req: http.IncomingMessage, max: number): Promise<Body> =>
 
 const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
 
+const loopback = ["127.0.0.1", "localhost", "::1", "[::1]"]
+
+/** Whether `req` may go on; when not, the SDK's middleware has answered it (403). */
+type HostCheck = (req: http.IncomingMessage, res: http.ServerResponse) => boolean
+
+const hostCheck = (host: string, allowed: ReadonlyArray<string> | undefined): HostCheck | undefined => {
+  const names = allowed ?? (loopback.includes(host) ? ["localhost", "127.0.0.1", "[::1]"] : undefined)
+  if (names === undefined) return undefined
+  const middleware = hostHeaderValidation([...names])
+  return (req, res) => {
+    let passed = false
+    // the middleware answers through Express's `res.status(code).json(body)`
+    const answer = {
+      status: (code: number) => ({
+        json: (body: unknown) => {
+          res.writeHead(code, { "content-type": "application/json", connection: "close" })
+          res.end(JSON.stringify(body))
+        }
+      })
+    }
+    middleware(req as never, answer as never, () => passed = true)
+    return passed
+  }
+}
+
 /**
  * Listens and serves until `close`.
  *
@@ -129,6 +167,8 @@ export const listen = async (options: HttpOptions): Promise<HttpServer> => {
   const unnamed = new Set<Entry>()
   let opening = 0
   let stopped = false
+  const host = options.host ?? defaults.host
+  const checkHost = hostCheck(host, options.allowedHosts)
 
   const closeEntry = (entry: Entry): Promise<void> => {
     if (entry.closing !== undefined) return entry.closing
@@ -187,6 +227,7 @@ export const listen = async (options: HttpOptions): Promise<HttpServer> => {
   }
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    if (checkHost !== undefined && !checkHost(req, res)) return
     const url = new URL(req.url ?? "/", "http://localhost")
     if (url.pathname !== path) return rpcError(res, 404, -32000, `Not found: the MCP endpoint is ${path}`)
     if (stopped) return rpcError(res, 503, -32000, "The server is stopping")
@@ -247,7 +288,6 @@ export const listen = async (options: HttpOptions): Promise<HttpServer> => {
   }, Math.max(50, Math.min(idleTimeoutMs / 2, 30_000)))
   sweep.unref()
 
-  const host = options.host ?? defaults.host
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject)
     server.listen(options.port ?? 0, host, () => {

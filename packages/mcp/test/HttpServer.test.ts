@@ -8,6 +8,7 @@
  */
 import { JitHarness, type JitHarnessSnapshot, ThrownValue } from "@jitbox/core"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import * as http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { HttpServer, ServedSession, SessionServer } from "../src/index.js"
 import { connect, create, doubleSource, makerSource, quadrupleSource, slowSource, type TestClient, textOf, waitUntil } from "./fixtures.js"
@@ -176,6 +177,36 @@ describe("the HTTP boundary", () => {
       expect(harnesses.length).toBe(opened)
     } finally {
       await small.close()
+    }
+  })
+
+  it("answers 403 to a Host it does not serve (DNS rebinding), before reading the body or opening a session", async () => {
+    const initialize = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } })
+    const post = (url: string, host: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = http.request(url, { method: "POST", headers: { host, "content-type": "application/json", accept: "application/json, text/event-stream" } }, (response) => {
+          let body = ""
+          response.on("data", (chunk: Buffer) => body += chunk.toString())
+          response.on("end", () => resolve({ status: response.statusCode ?? 0, body }))
+        })
+        request.on("error", reject)
+        request.end(initialize)
+      })
+    const opened = harnesses.length
+    const port = server.port
+    const rebound = await post(server.url, `attacker.example:${port}`)
+    expect(rebound.status).toBe(403)
+    expect(rebound.body).toContain("Invalid Host: attacker.example")
+    expect(harnesses.length).toBe(opened)
+    const viaLocalhost = await connected(`http://localhost:${port}/mcp`)
+    expect(await viaLocalhost.toolNames()).toContain("double")
+
+    const named = await HttpServer.listen({ open, allowedHosts: ["jitbox.internal"] })
+    try {
+      expect((await post(named.url, `localhost:${named.port}`)).status).toBe(403)
+      expect((await post(named.url, `jitbox.internal:${named.port}`)).status).toBe(200)
+    } finally {
+      await named.close()
     }
   })
 
