@@ -203,7 +203,6 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
     const concurrency = options.concurrency ?? defaults.concurrency
     const backlog = options.backlog ?? defaults.backlog
     const nestedInvocations = options.nestedInvocations ?? defaults.nestedInvocations
-    const rootSlots = new Map(languages.map((language) => [language, Slots.make(() => concurrency)] as const))
     const requireAdmission = options.requireAdmission ?? true
     const credentials: Readonly<Record<string, string>> = Object.assign(Object.create(null), options.credentials)
     const nodeId = options.nodeId === undefined ? undefined : Ids.workerId(options.nodeId)
@@ -424,7 +423,9 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
     }
 
     let pinnedTail: Promise<unknown> = Promise.resolve()
-    const handler = (pinned: boolean): Transport.Handler => (request) => {
+    /** Serves one subject; `slots` bound the invocations of its language that are not nested in one running here (none: pinned). */
+    const handler = (slots: Slots.Slots | undefined): Transport.Handler => (request) => {
+      const pinned = slots === undefined
       const subject = request.subject
       const message = Envelope.decodeKind(WorkerProtocol.workerMessages, request.data, subject)
       if (message instanceof TransportError) return Envelope.error(message)
@@ -447,8 +448,6 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
         pinnedTail = turn
         return turn
       }
-      const slots = rootSlots.get(message.language)
-      if (slots === undefined) return work()
       if (slots.running() >= concurrency && slots.waiting() >= backlog) {
         // the status the responder itself answers when it is full: the session sends it again
         return { payload: "", headers: Status.headers("Busy", `${concurrency} invocations run and ${backlog} wait`) }
@@ -518,13 +517,13 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
           backlog: 0,
           graceMs: options.graceMs ?? defaults.graceMs
         },
-        ServiceDiscovery.measure(endpoint.stats, capacity.track(handler(false)))
+        ServiceDiscovery.measure(endpoint.stats, capacity.track(handler(Slots.make(() => concurrency))))
       )
       if (nodeId !== undefined) {
         yield* transport.serve(
           Subject.nodeInvoke(prefix, nodeId, language),
           { concurrency: 1 + nestedInvocations, backlog: 1_000, graceMs: options.graceMs ?? defaults.graceMs },
-          handler(true)
+          handler(undefined)
         )
       }
     }
