@@ -27,7 +27,8 @@
  *   kept for a quarter of the lease's lifetime (at most 30 s): a lease the coordinator does not
  *   know, one without `deploymentConsent`, one whose profile names another pool (`location`) or
  *   pins another worker (`sandboxNodeId`) is refused with `PolicyViolation` `NotAdmitted`, and
- *   nothing runs. What the message says about itself is never trusted.
+ *   nothing runs; so is a request naming another language than the subject it came on (a worker
+ *   runs only the languages it serves). What the message says about itself is never trusted.
  * - **Credentials**: a lease whose profile names a `credentialName` runs only on a worker given
  *   that credential in `credentials` (else `NotAdmitted` naming it); the children of that session's
  *   activations get it as an environment variable of that name, and nothing else does. The value
@@ -423,8 +424,11 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
     }
 
     let pinnedTail: Promise<unknown> = Promise.resolve()
-    /** Serves one subject; `slots` bound the invocations of its language that are not nested in one running here (none: pinned). */
-    const handler = (slots: Slots.Slots | undefined): Transport.Handler => (request) => {
+    /**
+     * Serves the subject of one language; `slots` bound its invocations that are not nested in one
+     * running here (none: the pinned subject, one at a time).
+     */
+    const handler = (language: CodeLanguage, slots: Slots.Slots | undefined): Transport.Handler => (request) => {
       const pinned = slots === undefined
       const subject = request.subject
       const message = Envelope.decodeKind(WorkerProtocol.workerMessages, request.data, subject)
@@ -433,6 +437,9 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
         return Envelope.error(
           new TransportError({ reason: "PayloadTooLarge", subject, detail: `the arguments of '${message.tool_name}': over JT-LIM-02` })
         )
+      }
+      if (message.language !== language) {
+        return Envelope.error(refuse(message.tool_name, `this subject serves ${language}, and the request names ${message.language}`))
       }
       const work = () =>
         admitted(message, pinned).then((environment) =>
@@ -517,13 +524,13 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
           backlog: 0,
           graceMs: options.graceMs ?? defaults.graceMs
         },
-        ServiceDiscovery.measure(endpoint.stats, capacity.track(handler(Slots.make(() => concurrency))))
+        ServiceDiscovery.measure(endpoint.stats, capacity.track(handler(language, Slots.make(() => concurrency))))
       )
       if (nodeId !== undefined) {
         yield* transport.serve(
           Subject.nodeInvoke(prefix, nodeId, language),
           { concurrency: 1 + nestedInvocations, backlog: 1_000, graceMs: options.graceMs ?? defaults.graceMs },
-          handler(undefined)
+          handler(language, undefined)
         )
       }
     }

@@ -187,14 +187,14 @@ const pauseJs = `export const pause = tool({ description: "Notes, pauses, notes.
 })`
 
 /** An `activate` sent to a worker as anyone could send it, with the lease it claims; answers the error's tag and reason. */
-const rawActivate = (context: Context.Context<Transport.Transport>, subject: Subject.Subject, sessionId: string, leaseId?: string) =>
+const rawActivate = (context: Context.Context<Transport.Transport>, subject: Subject.Subject, sessionId: string, leaseId?: string, language = "javascript") =>
   Effect.promise(async () => {
     const transport = Context.get(context, TransportTag.Transport)
     const reply = await transport.request(subject, Envelope.encode("activate", {
       session_id: sessionId,
       version_id: "v_forged",
       tool_name: "double",
-      language: "javascript",
+      language,
       entrypoint: "double",
       entry_file: "double.ts",
       ...(leaseId === undefined ? {} : { lease_id: leaseId })
@@ -319,7 +319,7 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
         track(second.worker)
       }).pipe(Effect.scoped), 60_000)
 
-    it.live("a worker runs code only for a lease the coordinator confirms: none, a forged one or another session's is refused", () =>
+    it.live("a worker runs code only for a lease the coordinator confirms: none, a forged one, another session's or another language's subject is refused", () =>
       Effect.gen(function*() {
         const { context, leases, prefix, sessions, worker } = yield* setup(makeLayer)
         const session = sessions.get("s1")
@@ -333,6 +333,9 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
           assert.strictEqual(error?._tag, "PolicyViolation", `${sessionId} with ${lease}: ${JSON.stringify(error)}`)
           assert.strictEqual(error?.reason, "NotAdmitted")
         }
+        const otherLanguage = yield* rawActivate(context, subject, "s1", leaseId, "python")
+        assert.strictEqual(otherLanguage?.reason, "NotAdmitted", JSON.stringify(otherLanguage))
+        assert.match(otherLanguage?.detail ?? "", /this subject serves javascript, and the request names python/)
         assert.strictEqual(worker.fetches(), 1, "nothing was fetched for the refused requests")
         track(worker)
       }).pipe(Effect.scoped), 60_000)
