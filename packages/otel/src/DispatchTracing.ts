@@ -2,8 +2,9 @@
  * One OpenTelemetry span per dispatch, parented on the call that composed it, across processes.
  * It is the harness's `EventSink` and `ProfileSink` and the runtime's `TraceContext` at once:
  *
- * - `jit_tool_started` notes when a call started (and, for a nested call that came from a worker,
- *   the worker's invocation as its remote parent, read from the request's headers by `nested`);
+ * - `jit_tool_started` notes when a call started (and, for a call that came over the transport, its
+ *   remote parent, read from the request's headers by `incoming`: a worker's invocation for a nested
+ *   call, the caller's span for a `RemoteSession`'s call);
  * - the call's profile record (status, error type, parent call id, depth) makes its span after
  *   the fact, with explicit start and end times. A call's children finish before it does, so a
  *   finished child whose parent still runs is held by the parent and made right after it, with it
@@ -67,7 +68,7 @@ interface Pending {
   readonly toolName: string
   readonly origin: string
   readonly start: number
-  /** The worker invocation that made this nested call, from its request's headers. */
+  /** The remote caller of a call that came over the transport (a worker invocation, a `RemoteSession`'s caller), from its request's headers. */
   readonly remote: Api.Context | undefined
   span: Api.Span | undefined
   children: Array<Finished> | undefined
@@ -92,7 +93,7 @@ export const make = (options: DispatchTracingOptions): DispatchTracing => {
   const baseToolsRecorded = options.baseToolsRecorded ?? true
   /** Finished calls composed by a call with no started event (a base tool), by that parent's key. */
   const waiting = new Map<string, Array<Finished>>()
-  /** The remote parent of the nested call being dispatched right now (set only inside `nested`). */
+  /** The remote parent of the call being dispatched right now (set only inside `incoming`). */
   let arriving: { readonly sessionId: string; readonly context: Api.Context } | undefined
 
   /** Every attribute of a finished call's span (set at once: each `setAttribute` is checked again). */
@@ -250,7 +251,7 @@ export const make = (options: DispatchTracingOptions): DispatchTracing => {
         }
       }
     },
-    nested: (sessionId, headers, dispatch) => {
+    incoming: (sessionId, headers, dispatch) => {
       const context = Propagation.extract(headers)
       if (context === undefined) return dispatch()
       const outer = arriving

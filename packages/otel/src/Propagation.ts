@@ -38,6 +38,20 @@ export const inject = (span: Api.Span): Record<string, string> => {
   return carrier
 }
 
+/**
+ * The headers that carry the active OpenTelemetry context (or `context`), `undefined` when it has
+ * no span: give it to `RemoteSession`'s `traceHeaders` so a session's calls join the caller's trace.
+ *
+ * @since 0.1.0
+ * @category codecs
+ */
+export const current = (context: Api.Context = Api.context.active()): Record<string, string> | undefined => {
+  if (Api.trace.getSpanContext(context) === undefined) return undefined
+  const carrier: Record<string, string> = {}
+  propagator.inject(context, carrier, setter)
+  return carrier
+}
+
 /** The remote parent `headers` carry, or `undefined` when they carry none that parses. @since 0.1.0 @category codecs */
 export const extract = (headers: Transport.Headers): Api.Context | undefined => {
   if (headers.traceparent === undefined) return undefined

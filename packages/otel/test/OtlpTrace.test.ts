@@ -3,11 +3,13 @@
  * and a worker in its own process, over a real nats-server, each exporting to the same local
  * receiver. A code tool composing another code tool forms one trace: outer dispatch span →
  * the worker's invocation span → the nested dispatch span here → the worker's invocation of it;
- * the spans carry the call's attributes, a failure is an error span, and the metrics arrive.
+ * the spans carry the call's attributes, a failure is an error span, and the metrics arrive. A
+ * `RemoteSession` given the caller's trace context puts the whole composed call under the caller's span.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Otel } from "@jitbox/otel"
-import { Ids, RemoteCodeRunner, Sessions, SnapshotStore, Subject } from "@jitbox/runtime"
+import { Otel, Propagation } from "@jitbox/otel"
+import { Ids, RemoteCodeRunner, RemoteSession, Sessions, SnapshotStore, Subject, Transport } from "@jitbox/runtime"
+import * as Api from "@opentelemetry/api"
 import { NatsServer } from "@jitbox/testing"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -50,8 +52,12 @@ const sessionsHere = (url: string, prefix: Subject.Prefix) =>
     const otel = yield* Layer.build(Otel.layer().pipe(Layer.provide(otlpSdk(url, "jitbox-session"))))
     const runner = yield* Layer.build(RemoteCodeRunner.layer({ prefix })).pipe(Effect.provide(Context.merge(transport, otel)))
     const context = Context.add(Context.merge(Context.merge(transport, runner), otel), SnapshotStore.SnapshotStore, SnapshotStore.makeMemory())
-    return yield* Sessions.make({ prefix, harness: { codeExecution: "sandboxed" }, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
+    const sessions = yield* Sessions.make({ prefix, harness: { codeExecution: "sandboxed" }, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
+    return { sessions, transport: Context.get(transport, Transport.Transport) }
   })
+
+/** The span of an orchestrator in another process that calls the session through a `RemoteSession`. */
+const orchestrator = Api.trace.setSpanContext(Api.ROOT_CONTEXT, { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", traceFlags: 1 })
 
 const one = (spans: ReadonlyArray<ReceivedSpan>, name: string, service: string): ReceivedSpan => {
   const found = spans.filter((span) => span.name === name && span.service === service)
@@ -70,7 +76,7 @@ describe("OpenTelemetry across a session and a worker process", () => {
         JITBOX_NAMESPACE: namespace,
         JITBOX_OTLP_URL: otlp.url
       })
-      const sessions = yield* sessionsHere(otlp.url, prefix)
+      const { sessions, transport } = yield* sessionsHere(otlp.url, prefix)
       const session = sessions.get("s1")
       yield* Effect.promise(() => session.createTool({ entrypoint: "double", source: doubleSource }))
       yield* Effect.promise(() => session.createTool({ entrypoint: "outer", source: outerSource }))
@@ -78,19 +84,24 @@ describe("OpenTelemetry across a session and a worker process", () => {
       assert.strictEqual(yield* Effect.promise(() => session.callTool("outer", { value: 20 })), 41)
       const failure = yield* Effect.promise(() => session.callTool("boom", {}).then(() => undefined, (error: unknown) => error))
       assert.isDefined(failure)
+      const remote = new RemoteSession.RemoteSession(transport, "s1", { prefix, traceHeaders: () => Propagation.current(orchestrator) })
+      assert.strictEqual(yield* Effect.promise(() => remote.callTool("outer", { value: 1 })), 3)
 
       yield* waitUntil("the worker reported its capacity", () => otlp.points.some((p) => p.name === "jitbox.worker.capacity"), 20_000)
       worker.child.kill("SIGTERM")
       assert.strictEqual(yield* exited(worker.child), 0)
       const names = ["execute_tool outer", "execute_tool double", "execute_tool boom"]
+      const joined = () => otlp.spans.filter((span) => span.traceId === "0af7651916cd43dd8448eb211c80319c")
       yield* waitUntil("every span arrived", () =>
         names.every((name) => otlp.spans.some((span) => span.name === name)) &&
-        ["invoke outer", "invoke double", "invoke boom"].every((name) => otlp.spans.some((span) => span.name === name)), 20_000)
+        ["invoke outer", "invoke double", "invoke boom"].every((name) => otlp.spans.some((span) => span.name === name)) &&
+        joined().length === 4, 20_000)
       yield* waitUntil("the session's call metrics arrived", () =>
-        otlp.points.some((p) => p.name === "jitbox.calls" && p.service === "jitbox-session" && p.attributes["gen_ai.tool.name"] === "boom"), 20_000)
+        otlp.points.some((p) => p.name === "jitbox.calls" && p.service === "jitbox-session" && p.attributes["gen_ai.tool.name"] === "boom") &&
+        otlp.points.some((p) => p.name === "jitbox.calls" && p.service === "jitbox-session" && p.attributes["gen_ai.tool.name"] === "outer" && p.value === 2), 20_000)
       assert.deepStrictEqual(otlp.refused, [])
 
-      const spans = otlp.spans
+      const spans = otlp.spans.filter((span) => span.traceId !== "0af7651916cd43dd8448eb211c80319c")
       const outer = one(spans, "execute_tool outer", "jitbox-session")
       const invokeOuter = one(spans, "invoke outer", "jitbox-worker")
       const double = one(spans, "execute_tool double", "jitbox-session")
@@ -127,10 +138,19 @@ describe("OpenTelemetry across a session and a worker process", () => {
       assert.strictEqual(invokeBoom.statusCode, 2)
       assert.strictEqual(invokeBoom.attributes["jitbox.invocation.outcome"], "failed")
 
+      // the orchestrator's span is the parent of the remote call, and the whole composition is in its trace
+      const remoteOuter = one(joined(), "execute_tool outer", "jitbox-session")
+      assert.strictEqual(remoteOuter.parentSpanId, "b7ad6b7169203331")
+      const remoteInvokeOuter = one(joined(), "invoke outer", "jitbox-worker")
+      const remoteDouble = one(joined(), "execute_tool double", "jitbox-session")
+      assert.strictEqual(remoteInvokeOuter.parentSpanId, remoteOuter.spanId)
+      assert.strictEqual(remoteDouble.parentSpanId, remoteInvokeOuter.spanId)
+      assert.strictEqual(one(joined(), "invoke double", "jitbox-worker").parentSpanId, remoteDouble.spanId)
+
       const calls = otlp.points.filter((p) => p.name === "jitbox.calls" && p.service === "jitbox-session")
       const count = (tool: string, status: string) =>
         Math.max(0, ...calls.filter((p) => p.attributes["gen_ai.tool.name"] === tool && p.attributes["jitbox.call.status"] === status).map((p) => p.value))
-      assert.deepStrictEqual([count("outer", "completed"), count("double", "completed"), count("boom", "failed")], [1, 1, 1])
+      assert.deepStrictEqual([count("outer", "completed"), count("double", "completed"), count("boom", "failed")], [2, 2, 1])
       assert.isTrue(otlp.points.some((p) => p.name === "jitbox.call.duration" && p.attributes["gen_ai.tool.name"] === "double" && p.value >= 1))
       assert.isTrue(otlp.points.some((p) => p.name === "jitbox.calls.in_flight" && p.attributes["jitbox.tool.origin"] === "code"))
       const capacity = otlp.points.filter((p) => p.name === "jitbox.worker.capacity" && p.service === "jitbox-worker")

@@ -173,7 +173,7 @@ export const make = (
       if (message instanceof TransportError) return Envelope.error(message)
       const host = entry.host
       const dispatch = () => host.callTool(message.parent_call_id, message.name, message.args ?? {})
-      return attempt(() => trace.nested(host.sessionId, request.headers, dispatch)).then(
+      return attempt(() => trace.incoming(host.sessionId, request.headers, dispatch)).then(
         (value) => okValue(value, `the result of '${message.name}'`, subject),
         failed(message.name)
       )

@@ -20,6 +20,10 @@
  * it and sends the message again, once. Aborting a call's signal (interrupting its Effect) sends
  * a `cancel` for it: the session aborts the call, whose record says `cancelled`.
  *
+ * With `traceHeaders` (`Propagation.current` of @jitbox/otel: the caller's active OpenTelemetry
+ * span), each call carries the caller's trace context, and the session host's span of the call is
+ * its child: an orchestrator's own span is the parent of the whole composed call.
+ *
  * @since 0.1.0
  */
 import { HarnessError, JitHarnessSnapshot, JitToolEvent } from "@jitbox/core"
@@ -44,6 +48,8 @@ export interface RemoteSessionOptions {
   readonly prefix: Subject.Prefix
   /** How long a request waits for its reply, in milliseconds (default 30 000); a call can set its own. */
   readonly timeoutMs?: number | undefined
+  /** Read at each `callTool`: headers carrying the caller's trace context (they parent spans and decide nothing). */
+  readonly traceHeaders?: (() => Transport.Headers | undefined) | undefined
 }
 
 /** @since 0.1.0 @category constants */
@@ -70,6 +76,7 @@ export class RemoteSession implements SessionApi {
   private readonly activation: Subject.Subject
   private readonly timeoutMs: number
   private readonly activateMessage: string
+  private readonly traceHeaders: (() => Transport.Headers | undefined) | undefined
 
   /** The session's events subject pattern (`events.<sid>.>`). */
   readonly eventsPattern: Subject.Pattern
@@ -82,6 +89,7 @@ export class RemoteSession implements SessionApi {
     this.activation = Subject.sessionsActivate(options.prefix)
     this.timeoutMs = options.timeoutMs ?? defaults.timeoutMs
     this.activateMessage = Envelope.encode("activate", { session_id: this.sessionId })
+    this.traceHeaders = options.traceHeaders
   }
 
   /**
@@ -92,11 +100,12 @@ export class RemoteSession implements SessionApi {
     subject: Subject.Subject,
     payload: string,
     timeoutMs: number,
-    signal: AbortSignal | undefined
+    signal: AbortSignal | undefined,
+    headers?: Transport.Headers
   ): Promise<{ readonly value: unknown; readonly bytes: number }> {
     const deadline = Date.now() + timeoutMs
     const request = (to: Subject.Subject, body: string) =>
-      this.transport.request(to, body, { timeoutMs: Math.max(1, deadline - Date.now()), signal })
+      this.transport.request(to, body, { timeoutMs: Math.max(1, deadline - Date.now()), signal, headers: to === subject ? headers : undefined })
     let reply: Transport.Message
     try {
       reply = await request(subject, payload)
@@ -140,7 +149,7 @@ export class RemoteSession implements SessionApi {
     const callId = options?.callId ?? (signal === undefined ? undefined : Ids.newCallId())
     if (signal?.aborted === true) return Promise.reject(new HarnessError.ToolCancelled({ name, callId: callId ?? "" }))
     const payload = Envelope.withValue("call", callId === undefined ? { name } : { name, call_id: callId }, "args", json)
-    const pending = this.send(this.call, payload, options?.timeoutMs ?? this.timeoutMs, signal).then(({ bytes, value }) => {
+    const pending = this.send(this.call, payload, options?.timeoutMs ?? this.timeoutMs, signal, this.traceHeaders?.()).then(({ bytes, value }) => {
       if (Envelope.valueTooLarge(value, bytes)) {
         throw new TransportError({
           reason: "PayloadTooLarge",

@@ -28,6 +28,7 @@ import { callHandler, manageHandler } from "./internal/sessionHandlers.js"
 import type { PageOptions, SessionApi } from "./SessionApi.js"
 import * as SnapshotStore from "./SnapshotStore.js"
 import * as Subject from "./Subject.js"
+import * as TraceContext from "./TraceContext.js"
 import * as Transport from "./Transport.js"
 import type { TransportError } from "./TransportError.js"
 import type { OwnershipError } from "./SessionOwnership.js"
@@ -164,7 +165,7 @@ export const make = (
     yield* transport.serve(
       Subject.sessionCall(options.prefix, sessionId),
       { ...serve, concurrency: options.callConcurrency ?? defaults.callConcurrency },
-      callHandler(api)
+      callHandler(api, yield* TraceContext.current)
     )
     yield* transport.serve(
       Subject.sessionManage(options.prefix, sessionId),

@@ -8,8 +8,9 @@
  * - the `Worker`, running an invocation: `startInvocation` opens the worker's side of it from the
  *   request's headers, answers the headers the invocation's nested calls carry back to the
  *   session, and is ended with the outcome;
- * - the session's nested-call path (`session.<sid>.nested`): `nested` runs the dispatch of a
- *   nested call with the context its request carried; the harness emits the call's
+ * - the session's handlers of calls that arrive over the transport (a worker's nested call on
+ *   `session.<sid>.nested`, a `RemoteSession`'s call on `session.<sid>.call`): `incoming` runs the
+ *   call's dispatch with the context its request carried; the harness emits the call's
  *   `jit_tool_started` event synchronously inside `dispatch`, so an implementation that is also the
  *   harness's event sink can parent the call's span on it.
  *
@@ -51,8 +52,8 @@ export interface TraceContextShape {
   readonly invocationHeaders: (context: CodeRunner.CallContext) => Headers | undefined
   /** Worker side: an invocation arrived with `headers` (untrusted, possibly empty). */
   readonly startInvocation: (headers: Headers, invocation: WorkerInvocation) => InvocationTrace
-  /** Session side: runs `dispatch` (which dispatches a nested call synchronously) in the context its request carried. */
-  readonly nested: <A>(sessionId: string, headers: Headers, dispatch: () => A) => A
+  /** Session side: runs `dispatch` (which dispatches a call that arrived over the transport, synchronously) in the context its request carried. */
+  readonly incoming: <A>(sessionId: string, headers: Headers, dispatch: () => A) => A
 }
 
 /** @since 0.1.0 @category tags */
@@ -64,7 +65,7 @@ const untraced: InvocationTrace = { headers: undefined, end: () => {} }
 export const none: TraceContextShape = {
   invocationHeaders: () => undefined,
   startInvocation: () => untraced,
-  nested: (_sessionId, _headers, dispatch) => dispatch()
+  incoming: (_sessionId, _headers, dispatch) => dispatch()
 }
 
 /** The `TraceContext` in the context, or `none`. @since 0.1.0 @category accessors */

@@ -10,6 +10,7 @@ import * as Schema from "effect/Schema"
 import * as Envelope from "../Envelope.js"
 import type { SessionApi } from "../SessionApi.js"
 import * as SessionProtocol from "../SessionProtocol.js"
+import type * as TraceContext from "../TraceContext.js"
 import type * as Transport from "../Transport.js"
 import { TransportError } from "../TransportError.js"
 import * as WireError from "../WireError.js"
@@ -37,10 +38,10 @@ const attempt = <A>(f: () => A | Promise<A>): Promise<A> => {
 }
 
 /**
- * `session.<sid>.call`: `call` runs a tool (concurrently with other calls), `cancel` aborts a
- * running call named by its `call_id`.
+ * `session.<sid>.call`: `call` runs a tool (concurrently with other calls) in the trace context
+ * its request carried, `cancel` aborts a running call named by its `call_id`.
  */
-export const callHandler = (api: SessionApi): Transport.Handler => {
+export const callHandler = (api: SessionApi, trace: TraceContext.TraceContextShape): Transport.Handler => {
   const cancellable = new Map<string, AbortController>()
   return (request) => {
     const subject = request.subject
@@ -61,13 +62,15 @@ export const callHandler = (api: SessionApi): Transport.Handler => {
       )
     }
     const callId = message.call_id
-    if (callId === undefined) return attempt(() => api.callTool(name, message.args)).then(result(name, subject), failure(name))
+    if (callId === undefined) {
+      return attempt(() => trace.incoming(api.sessionId, request.headers, () => api.callTool(name, message.args))).then(result(name, subject), failure(name))
+    }
     const controller = new AbortController()
     cancellable.set(callId, controller)
     const done = () => {
       if (cancellable.get(callId) === controller) cancellable.delete(callId)
     }
-    const pending = attempt(() => api.callTool(name, message.args, { callId, signal: controller.signal }))
+    const pending = attempt(() => trace.incoming(api.sessionId, request.headers, () => api.callTool(name, message.args, { callId, signal: controller.signal })))
     pending.then(done, done)
     return pending.then(result(name, subject), failure(name))
   }
