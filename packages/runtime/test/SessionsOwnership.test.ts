@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as TestClock from "effect/TestClock"
 import * as Ids from "../src/Ids.js"
 import * as MemoryTransport from "../src/MemoryTransport.js"
 import * as Sessions from "../src/Sessions.js"
@@ -48,6 +49,35 @@ describe("Sessions with SessionOwnership", () => {
       assert.strictEqual(holderOf(yield* ownership.holder(Ids.sessionId("s1"))), "host-b")
       const again = yield* Effect.promise(() => a.get("s1").ready.then(() => undefined, (error: unknown) => error))
       assert.strictEqual((again as { reason?: string }).reason, "Held")
+    }).pipe(Effect.scoped), 30_000)
+
+  it.effect("a host that loses its claim closes the session without storing it: the new owner's changes stay (TestClock)", () =>
+    Effect.gen(function*() {
+      const store = SnapshotStore.makeMemory()
+      const ownership = SessionOwnership.makeMemory({ ttlMs: 300 })
+      const host = (ownerId: string) =>
+        Effect.flatMap(
+          Layer.build(Layer.mergeAll(
+            MemoryTransport.layer(),
+            Layer.succeed(SnapshotStore.SnapshotStore, store),
+            Layer.succeed(SessionOwnership.SessionOwnership, ownership)
+          )),
+          (context) => Sessions.make({ prefix, ownerId, harness: { tools: [add] }, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
+        )
+      const a = yield* host("host-a")
+      yield* Effect.promise(() => a.get("s1").createTool({ entrypoint: "twice", source: twiceSource }))
+      assert.deepStrictEqual(a.active(), ["s1"])
+      // the same host restarted (same owner id) takes the claim over: the first one's claim is lost
+      const restarted = yield* host("host-a")
+      yield* Effect.promise(() => restarted.get("s1").createTool({ name: "thrice", entrypoint: "twice", source: twiceSource }))
+      // the first host's next renewal (every ttlMs / 3) finds the claim taken over
+      yield* TestClock.adjust("100 millis")
+      for (let turn = 0; turn < 1_000 && a.active().length > 0; turn++) yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      assert.deepStrictEqual(a.active(), [], "the first host kept the session after losing its claim")
+      const stored = yield* store.load(Ids.sessionId("s1"))
+      assert.isTrue(stored._tag === "Some")
+      assert.deepStrictEqual(stored._tag === "Some" ? stored.value.tools.map((tool) => tool.name).sort() : [], ["thrice", "twice"])
+      assert.deepStrictEqual(restarted.active(), ["s1"])
     }).pipe(Effect.scoped), 30_000)
 })
 
