@@ -66,7 +66,7 @@ describe("Sessions with SessionOwnership", () => {
         )
       const a = yield* host("host-a")
       yield* Effect.promise(() => a.get("s1").createTool({ entrypoint: "twice", source: twiceSource }))
-      assert.deepStrictEqual(a.active(), ["s1"])
+      assert.deepStrictEqual(a.active(), [Ids.sessionId("s1")])
       // the same host restarted (same owner id) takes the claim over: the first one's claim is lost
       const restarted = yield* host("host-a")
       yield* Effect.promise(() => restarted.get("s1").createTool({ name: "thrice", entrypoint: "twice", source: twiceSource }))
@@ -77,7 +77,7 @@ describe("Sessions with SessionOwnership", () => {
       const stored = yield* store.load(Ids.sessionId("s1"))
       assert.isTrue(stored._tag === "Some")
       assert.deepStrictEqual(stored._tag === "Some" ? stored.value.tools.map((tool) => tool.name).sort() : [], ["thrice", "twice"])
-      assert.deepStrictEqual(restarted.active(), ["s1"])
+      assert.deepStrictEqual(restarted.active(), [Ids.sessionId("s1")])
     }).pipe(Effect.scoped), 30_000)
 })
 
