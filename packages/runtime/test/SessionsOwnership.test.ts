@@ -1,7 +1,8 @@
 /**
  * Single activation: two hosts share a store and a `SessionOwnership`; a session active in one
  * cannot be activated in the other (OwnershipError Held, naming the holder) until the first gives
- * it up, and then the second takes it over from the store with its tools.
+ * it up, and then the second takes it over from the store with its tools. A host that loses its
+ * claim closes the session without storing it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -17,21 +18,26 @@ import { add, twiceSource } from "../../core/test/fixtures.js"
 
 const prefix = Subject.prefix(Ids.namespace("owners"))
 
+/** Hosts of sessions, each on its own transport (two processes, say), sharing one store and the claims. */
+const sharing = (ttlMs: number) => {
+  const store = SnapshotStore.makeMemory()
+  const ownership = SessionOwnership.makeMemory({ ttlMs })
+  const host = (ownerId: string) =>
+    Effect.flatMap(
+      Layer.build(Layer.mergeAll(
+        MemoryTransport.layer(),
+        Layer.succeed(SnapshotStore.SnapshotStore, store),
+        Layer.succeed(SessionOwnership.SessionOwnership, ownership)
+      )),
+      (context) => Sessions.make({ prefix, ownerId, harness: { tools: [add] }, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
+    )
+  return { store, ownership, host }
+}
+
 describe("Sessions with SessionOwnership", () => {
   it.live("a session is active in one host at a time; the other takes it over once it is given up", () =>
     Effect.gen(function*() {
-      const store = SnapshotStore.makeMemory()
-      const ownership = SessionOwnership.makeMemory({ ttlMs: 30_000 })
-      // Each host on its own transport (two processes, say), sharing the store and the claims.
-      const host = (ownerId: string) =>
-        Effect.flatMap(
-          Layer.build(Layer.mergeAll(
-            MemoryTransport.layer(),
-            Layer.succeed(SnapshotStore.SnapshotStore, store),
-            Layer.succeed(SessionOwnership.SessionOwnership, ownership)
-          )),
-          (context) => Sessions.make({ prefix, ownerId, harness: { tools: [add] }, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
-        )
+      const { host, ownership } = sharing(30_000)
       const a = yield* host("host-a")
       const b = yield* host("host-b")
       yield* Effect.promise(() => a.get("s1").createTool({ entrypoint: "twice", source: twiceSource }))
@@ -53,17 +59,7 @@ describe("Sessions with SessionOwnership", () => {
 
   it.effect("a host that loses its claim closes the session without storing it: the new owner's changes stay (TestClock)", () =>
     Effect.gen(function*() {
-      const store = SnapshotStore.makeMemory()
-      const ownership = SessionOwnership.makeMemory({ ttlMs: 300 })
-      const host = (ownerId: string) =>
-        Effect.flatMap(
-          Layer.build(Layer.mergeAll(
-            MemoryTransport.layer(),
-            Layer.succeed(SnapshotStore.SnapshotStore, store),
-            Layer.succeed(SessionOwnership.SessionOwnership, ownership)
-          )),
-          (context) => Sessions.make({ prefix, ownerId, harness: { tools: [add] }, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
-        )
+      const { host, store } = sharing(300)
       const a = yield* host("host-a")
       yield* Effect.promise(() => a.get("s1").createTool({ entrypoint: "twice", source: twiceSource }))
       assert.deepStrictEqual(a.active(), [Ids.sessionId("s1")])
