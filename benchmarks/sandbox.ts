@@ -205,6 +205,7 @@ const rawLaunch = (kind: RawKind): ChildProcessWithoutNullStreams => {
       const flags = iso.permissionFlag !== undefined ? [iso.permissionFlag, `--allow-fs-read=${pkg.inside}`] : []
       return launch(iso, config, {
         ...base,
+        env: Isolation.NodeEnvironment,
         command: config.nodePath,
         args: [...flags, ...iso.nodeFlags, `--max-old-space-size=${memory}`, `${pkg.inside}/echo.mjs`],
         addressSpaceMiB: memory + Isolation.NodeAddressSpaceExtraMiB,

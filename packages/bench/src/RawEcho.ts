@@ -72,7 +72,7 @@ export const make: Effect.Effect<RawEcho, BenchSetupError, Scope.Scope> = Effect
       const child = Spawn.launch(iso, config, {
         command: config.nodePath,
         args: [...flags, ...iso.nodeFlags, `--max-old-space-size=${memory}`, `${pkg.inside}/echo.mjs`],
-        env: {},
+        env: Isolation.NodeEnvironment,
         mounts: [pkg],
         workDir: work,
         addressSpaceMiB: memory + Isolation.NodeAddressSpaceExtraMiB,

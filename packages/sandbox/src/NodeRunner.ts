@@ -19,7 +19,7 @@ import * as path from "node:path"
 import { JsonLinesChild } from "./internal/child.js"
 import type { ChildOwner, RunnerContext } from "./internal/context.js"
 import { SandboxedVersion, writeShipped } from "./internal/version.js"
-import { NodeAddressSpaceExtraMiB } from "./Isolation.js"
+import { NodeAddressSpaceExtraMiB, NodeEnvironment } from "./Isolation.js"
 import * as Protocol from "./Protocol.js"
 
 /** @since 0.1.0 @category constants */
@@ -80,7 +80,7 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
       launch: {
         command: ctx.config.nodePath,
         args: [...flags, ...ctx.iso.nodeFlags, `--max-old-space-size=${memory}`, `${pkg.inside}/runtime.mjs`],
-        env: {},
+        env: NodeEnvironment,
         mounts: [pkg],
         workDir: work,
         addressSpaceMiB: memory + NodeAddressSpaceExtraMiB,

@@ -135,7 +135,8 @@ describe("escapes", () => {
       "LANG",
       "LC_ALL",
       "PATH",
-      "TMPDIR"
+      "TMPDIR",
+      "UV_THREADPOOL_SIZE"
     ])
     expect(seen.environ).toBe("ERR_ACCESS_DENIED")
     const python = await activate(runner, source("python", {

@@ -1,4 +1,5 @@
 import { HarnessError } from "@jitbox/core"
+import * as fs from "node:fs"
 import { afterAll, describe, expect, it } from "vitest"
 import * as ThrownValue from "../../core/src/ThrownValue.js"
 import { SandboxError, SandboxRunner, ToolError } from "../src/index.js"
@@ -49,6 +50,24 @@ describe("NodeRunner", () => {
     expect(code.metadata).toEqual({ description: "d", guidelines: "g" })
     expect(await code.invoke({}, { callId: "c-7", depth: 3 })).toEqual({ callId: "c-7", depth: 3, harnessCallId: "c-7" })
     expect(await code.invoke({ nothing: true })).toBeNull()
+    await code.dispose()
+  })
+
+  it("runs a Node child on 4 threads, even after work on libuv's thread pool: each thread counts against the children's shared process limit", async () => {
+    const code = await activate(runner, source("javascript", {
+      "index.js": [
+        `import * as crypto from "node:crypto"`,
+        `const hash = () => new Promise((resolve, reject) => crypto.pbkdf2("a", "b", 1000, 32, "sha256", (e, key) => e ? reject(e) : resolve(key.length)))`,
+        `export const main = tool({ description: "d", guidelines: "g" }, async () => (await Promise.all([hash(), hash(), hash(), hash()])).length)`
+      ].join("\n")
+    }))
+    expect(await code.invoke({})).toBe(4)
+    const threads = runner.processes()
+      .filter((pid) => readProc(`/proc/${pid}/comm`)?.trim() === "node")
+      .map((pid) => fs.readdirSync(`/proc/${pid}/task`).length)
+    expect(threads.length).toBeGreaterThan(0)
+    // main, one V8 platform worker (--v8-pool-size=1), one libuv pool thread (UV_THREADPOOL_SIZE=1), libuv's signal thread; 10 without both
+    for (const count of threads) expect(count).toBeLessThanOrEqual(4)
     await code.dispose()
   })
 
@@ -220,3 +239,11 @@ describe("NodeRunner", () => {
     await code.dispose()
   })
 })
+
+const readProc = (file: string): string | undefined => {
+  try {
+    return fs.readFileSync(file, "utf8")
+  } catch {
+    return undefined
+  }
+}
