@@ -162,7 +162,7 @@ describe("BashRunner", () => {
   })
 
   it("runs concurrent invocations of one version in separate children", async () => {
-    const code = await activate(runner, source("bash", { "main.sh": sh(["IFS= read -r x", "sleep 0.05", "printf '[%s, \"%s\"]' \"$x\" \"$JITBOX_SANDBOX_CHILD\""]) }))
+    const code = await activate(runner, source("bash", { "main.sh": sh(["IFS= read -r x", "sleep 1", "printf '[%s, \"%s\"]' \"$x\" \"$JITBOX_SANDBOX_CHILD\""]) }))
     const results = await Promise.all([1, 2].map((n) => code.invoke(n))) as Array<[number, string]>
     expect(results.map(([n]) => n)).toEqual([1, 2])
     expect(new Set(results.map(([, child]) => child)).size).toBe(2)
