@@ -125,13 +125,20 @@ export const benchmark = (options: BenchOptions): Effect.Effect<BenchResult.Benc
     const argsJson = JSON.stringify(args)
     const targetOptions = options.target ?? { kind: "embedded" }
     progress({ stage: "setup", what: `the ${targetOptions.kind} target`, done: 0, total: 0 })
-    const target = yield* Target.make(targetOptions, snapshot, options.tool)
-    const budgets = target.budgets
     const deepest = s.depths[s.depths.length - 1]!
+    const target = yield* Target.make(targetOptions, snapshot, options.tool, { concurrency: s.concurrency, deepest })
+    const budgets = target.budgets
     if (budgets !== undefined && s.concurrency > budgets.concurrentInvocations) {
       return yield* new BenchSetupError({
         step: "checking the session's budgets",
         detail: `${s.concurrency} calls in flight, and the policy allows ${budgets.concurrentInvocations} at once: the others would wait for a slot, and the figures would measure that wait`
+      })
+    }
+    const held = Target.childrenHeld({ concurrency: s.concurrency, deepest })
+    if (target.kind === "embedded" && held > Target.maximumWarmChildren) {
+      return yield* new BenchSetupError({
+        step: "checking the embedded worker's warm children",
+        detail: `${s.concurrency} calls in flight at depth ${deepest} hold ${held} sandboxed children at once (one per code tool of each chain), and an embedded worker keeps at most ${Target.maximumWarmChildren} warm: the others would be started and evicted on every call, and the figures would measure that; lower the concurrency or the depth, or run against a session whose workers have room`
       })
     }
     if (budgets !== undefined && (s.warmup + s.iterations) * (deepest + 1) > budgets.invocations) {

@@ -102,6 +102,36 @@ export const embeddedPolicy = {
  */
 export const embeddedWorker = { concurrency: 8, sandbox: { maximumRuntimeEnvironments: 8 } } as const
 
+/**
+ * The most warm children an embedded worker keeps (the sandbox's bound on `maximumRuntimeEnvironments`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const maximumWarmChildren = 16
+
+/**
+ * The sandboxed children a run holds at once on an embedded worker: each call in flight holds one
+ * child per code tool of its chain (the tool and `depth` composing tools).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const childrenHeld = (run: { readonly concurrency: number; readonly deepest: number }): number =>
+  run.concurrency * (run.deepest + 1)
+
+/**
+ * The warm children an embedded worker keeps for a run: the children the chains hold, plus one per
+ * call in flight, because a call that finds no idle child starts one while another is finishing, and
+ * a pool sized exactly to the chains then evicts the idle children the next calls need, over and
+ * over (the run would measure child starts); at most {@link maximumWarmChildren}.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const warmChildrenFor = (run: { readonly concurrency: number; readonly deepest: number }): number =>
+  Math.min(maximumWarmChildren, Math.max(embeddedWorker.sandbox.maximumRuntimeEnvironments, childrenHeld(run) + run.concurrency))
+
 const budgetsOf = (policy: JitPolicy.JitPolicyInput | undefined) =>
   policy === undefined ? undefined : {
     concurrentInvocations: policy.maximumConcurrentInvocations ?? JitPolicy.make({}).maximumConcurrentInvocations,
@@ -148,7 +178,8 @@ let runs = 0
 export const make = (
   options: TargetOptions,
   snapshot: JitHarnessSnapshot.JitHarnessSnapshot,
-  tool: string
+  tool: string,
+  load: { readonly concurrency: number; readonly deepest: number } = { concurrency: 1, deepest: 0 }
 ): Effect.Effect<Target, BenchSetupError, Scope.Scope> =>
   Effect.gen(function*() {
     const taken = snapshot.tools.map((record) => record.name).filter((name) => /^bench_depth_\d+$/.test(name))
@@ -189,7 +220,11 @@ export const make = (
       }
       case "embedded": {
         const harness = { policy: embeddedPolicy, ...options.embedded?.harness }
-        const worker = { ...embeddedWorker, ...options.embedded?.worker }
+        const worker = {
+          ...embeddedWorker,
+          ...options.embedded?.worker,
+          sandbox: { maximumRuntimeEnvironments: warmChildrenFor(load), ...options.embedded?.worker?.sandbox }
+        }
         const runtime = yield* Embedded.make({
           ...options.embedded,
           harness,

@@ -124,6 +124,14 @@ describe("an embedded runtime", () => {
     expect(failed.message).toContain("policy allows 8")
   }, 60_000)
 
+  it("refuses up front more sandboxed children at once than the embedded worker keeps warm", async () => {
+    // 4 chains of 5 code tools hold 20 children: past the 16 kept warm, every call would start some
+    const failed = await Effect.runPromise(Effect.flip(Bench.benchmark({ snapshot: toolbox, tool: "add", concurrency: 4, depths: [0, 4], ...small })))
+    expect(failed._tag).toBe("BenchSetupError")
+    expect(failed.message).toContain("hold 20 sandboxed children at once")
+    expect(failed.message).toContain("keeps at most 16 warm")
+  }, 60_000)
+
   it("a tool that throws in the sandbox fails the run with BenchToolFailed", async () => {
     const failed = await Effect.runPromise(Effect.flip(Bench.benchmark({ snapshot: toolbox, tool: "fails", ...small })))
     expect(failed._tag).toBe("BenchToolFailed")
