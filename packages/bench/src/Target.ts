@@ -22,8 +22,7 @@
 import { CodeRunner, type CreateToolRequest, JitHarness, type JitHarnessOptions, type JitHarnessSnapshot, JitPolicy, TrustedCodeRunner } from "@jitbox/core"
 import { NatsTransport } from "@jitbox/nats"
 import { Embedded, Ids, RemoteSession, Subject } from "@jitbox/runtime"
-import { SandboxRunner } from "@jitbox/sandbox"
-import type { SandboxConfig } from "@jitbox/sandbox"
+import { SandboxConfig, SandboxRunner } from "@jitbox/sandbox"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
@@ -103,12 +102,12 @@ export const embeddedPolicy = {
 export const embeddedWorker = { concurrency: 8, sandbox: { maximumRuntimeEnvironments: 8 } } as const
 
 /**
- * The most warm children an embedded worker keeps (the sandbox's bound on `maximumRuntimeEnvironments`).
+ * The most warm children an embedded worker keeps: the sandbox's bound on `maximumRuntimeEnvironments`.
  *
  * @since 0.1.0
  * @category constants
  */
-export const maximumWarmChildren = 16
+export const maximumWarmChildren = SandboxConfig.MaximumRuntimeEnvironments
 
 /**
  * The sandboxed children a run holds at once on an embedded worker: each call in flight holds one

@@ -127,6 +127,9 @@ export const defaultLimits: SandboxLimits = {
 /** @since 0.1.0 @category constants */
 export const NobodyId = 65534
 
+/** The most warm children `maximumRuntimeEnvironments` may ask for. @since 0.1.0 @category constants */
+export const MaximumRuntimeEnvironments = 16
+
 /** @since 0.1.0 @category constructors */
 export const make = (options: SandboxOptions = {}): SandboxConfig => {
   const shortTimeoutSeconds = positive("shortTimeoutSeconds", options.shortTimeoutSeconds ?? 1_800)
@@ -135,10 +138,13 @@ export const make = (options: SandboxOptions = {}): SandboxConfig => {
     options.activationTimeoutSeconds ?? shortTimeoutSeconds
   )
   const maximumRuntimeEnvironments = options.maximumRuntimeEnvironments ?? 2
-  if (!Number.isInteger(maximumRuntimeEnvironments) || maximumRuntimeEnvironments < 1 || maximumRuntimeEnvironments > 16) {
+  if (
+    !Number.isInteger(maximumRuntimeEnvironments) || maximumRuntimeEnvironments < 1 ||
+    maximumRuntimeEnvironments > MaximumRuntimeEnvironments
+  ) {
     throw new HarnessError.ConfigError({
       option: "maximumRuntimeEnvironments",
-      detail: `must be an integer in 1–16, got ${maximumRuntimeEnvironments}`
+      detail: `must be an integer in 1–${MaximumRuntimeEnvironments}, got ${maximumRuntimeEnvironments}`
     })
   }
   const limits = { ...defaultLimits, ...options.limits }
