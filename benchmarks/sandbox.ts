@@ -201,17 +201,8 @@ const rawLaunch = (kind: RawKind): ChildProcessWithoutNullStreams => {
   const base = { env: {}, mounts: [pkg], workDir: work, marker: "jitbox-bench-raw", inheritedDescriptors: "self" as const }
   switch (kind) {
     case "javascript":
-    case "typescript": {
-      const flags = iso.permissionFlag !== undefined ? [iso.permissionFlag, `--allow-fs-read=${pkg.inside}`] : []
-      return launch(iso, config, {
-        ...base,
-        env: Isolation.NodeEnvironment,
-        command: config.nodePath,
-        args: [...flags, ...iso.nodeFlags, `--max-old-space-size=${memory}`, `${pkg.inside}/echo.mjs`],
-        addressSpaceMiB: memory + Isolation.NodeAddressSpaceExtraMiB,
-        noFork: true
-      })
-    }
+    case "typescript":
+      return launch(iso, config, { ...base, ...Isolation.nodeCommand(iso, config, pkg.inside, "echo.mjs") })
     case "python":
       return launch(iso, config, {
         ...base,

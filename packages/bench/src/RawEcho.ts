@@ -67,16 +67,10 @@ export const make: Effect.Effect<RawEcho, BenchSetupError, Scope.Scope> = Effect
       fs.chmodSync(path.join(rawDir, "echo.mjs"), 0o644)
       const pkg: Spawn.Mount = { host: rawDir, inside: iso.bwrap !== undefined ? "/mnt/pkg" : rawDir, writable: false }
       const work: Spawn.WorkDir = iso.bwrap !== undefined ? { inside: "/mnt/work", host: undefined } : { inside: rawWork, host: rawWork }
-      const memory = config.limits.memoryMiB
-      const flags = iso.permissionFlag !== undefined ? [iso.permissionFlag, `--allow-fs-read=${pkg.inside}`] : []
       const child = Spawn.launch(iso, config, {
-        command: config.nodePath,
-        args: [...flags, ...iso.nodeFlags, `--max-old-space-size=${memory}`, `${pkg.inside}/echo.mjs`],
-        env: Isolation.NodeEnvironment,
+        ...Isolation.nodeCommand(iso, config, pkg.inside, "echo.mjs"),
         mounts: [pkg],
         workDir: work,
-        addressSpaceMiB: memory + Isolation.NodeAddressSpaceExtraMiB,
-        noFork: true,
         marker: "jitbox-bench-raw",
         // the echo loop closes no inherited descriptor: "self" only spares it the host's listing
         inheritedDescriptors: "self"

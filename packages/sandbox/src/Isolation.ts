@@ -215,6 +215,31 @@ export const NodeAddressSpaceExtraMiB = 1024
  */
 export const NodeEnvironment: Readonly<Record<string, string>> = { UV_THREADPOOL_SIZE: "1" }
 
+/**
+ * How every Node child is launched, the sandbox's and the benchmarks' raw ones alike: the
+ * interpreter, its permission and thread flags, its heap and address space, and its environment,
+ * running `script` of the package mounted at `packageInside`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const nodeCommand = (
+  iso: Isolation,
+  config: SandboxConfig.SandboxConfig,
+  packageInside: string,
+  script: string
+) => {
+  const memory = config.limits.memoryMiB
+  const permission = iso.permissionFlag !== undefined ? [iso.permissionFlag, `--allow-fs-read=${packageInside}`] : []
+  return {
+    command: config.nodePath,
+    args: [...permission, ...iso.nodeFlags, `--max-old-space-size=${memory}`, `${packageInside}/${script}`],
+    env: NodeEnvironment,
+    addressSpaceMiB: memory + NodeAddressSpaceExtraMiB,
+    noFork: true
+  } as const
+}
+
 const isRoot = () => typeof process.getuid === "function" && process.getuid() === 0
 
 const probe = (config: SandboxConfig.SandboxConfig): Isolation => {

@@ -19,7 +19,7 @@ import * as path from "node:path"
 import { JsonLinesChild } from "./internal/child.js"
 import type { ChildOwner, RunnerContext } from "./internal/context.js"
 import { SandboxedVersion, writeShipped } from "./internal/version.js"
-import { NodeAddressSpaceExtraMiB, NodeEnvironment } from "./Isolation.js"
+import { nodeCommand } from "./Isolation.js"
 import * as Protocol from "./Protocol.js"
 
 /** @since 0.1.0 @category constants */
@@ -74,17 +74,11 @@ const spawn = (ctx: RunnerContext, source: CodeRunner.CodeSource, versionDir: st
   ctx.spawn(source, owner, (childDir, marker) => {
     const pkg = ctx.mount("pkg", versionDir, false)
     const work = ctx.workDir(childDir)
-    const memory = ctx.config.limits.memoryMiB
-    const flags = ctx.iso.permissionFlag !== undefined ? [ctx.iso.permissionFlag, `--allow-fs-read=${pkg.inside}`] : []
     return {
       launch: {
-        command: ctx.config.nodePath,
-        args: [...flags, ...ctx.iso.nodeFlags, `--max-old-space-size=${memory}`, `${pkg.inside}/runtime.mjs`],
-        env: NodeEnvironment,
+        ...nodeCommand(ctx.iso, ctx.config, pkg.inside, "runtime.mjs"),
         mounts: [pkg],
         workDir: work,
-        addressSpaceMiB: memory + NodeAddressSpaceExtraMiB,
-        noFork: true,
         marker,
         inheritedDescriptors: "named"
       },
