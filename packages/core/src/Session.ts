@@ -6,9 +6,9 @@
  *
  * @since 0.1.0
  */
+import * as Schema from "effect/Schema"
 import type { EventFeed } from "./EventFeed.js"
 import type { ModelProtocol } from "./Exposure.js"
-import type { JsonSchema } from "./JsonSchema.js"
 import type { ToolDefinition } from "./Tool.js"
 
 /** Application base tools: a list of named definitions or a record keyed by name. @since 0.1.0 @category models */
@@ -22,26 +22,41 @@ export interface CallOptions {
   readonly signal?: AbortSignal | undefined
 }
 
-/** A tool to offer the model, with what the loop needs to schedule its calls. @since 0.1.0 @category models */
-export interface SessionTool {
-  readonly name: string
-  readonly description: string
-  readonly parameters: JsonSchema
-  /** Offered with `defer_loading` (Responses in Deferred mode): the model finds it through tool search. */
-  readonly deferLoading: boolean
-  readonly executionMode: "parallel" | "serial"
-  /** A management or asynchronous-operation tool: its calls run after the others of a response, in order (MGMT-15). */
-  readonly management: boolean
-  readonly guidelines: string | null
-}
+/**
+ * A tool to offer the model, with what the loop needs to schedule its calls; snake_case when
+ * encoded (`defer_loading`, `execution_mode`), as the wire spells it.
+ *
+ * - `deferLoading`: offered with `defer_loading` (Responses in Deferred mode): the model finds it through tool search;
+ * - `management`: a management or asynchronous-operation tool: its calls run after the others of a response, in order (MGMT-15).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const SessionTool = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  parameters: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  deferLoading: Schema.propertySignature(Schema.Boolean).pipe(Schema.fromKey("defer_loading")),
+  executionMode: Schema.propertySignature(Schema.Literal("parallel", "serial")).pipe(Schema.fromKey("execution_mode")),
+  management: Schema.Boolean,
+  guidelines: Schema.NullOr(Schema.String)
+})
 
-/** What to offer the model on one turn. @since 0.1.0 @category models */
-export interface SessionDefinitions {
-  /** The harness's instruction block for the exposure mode and protocol. */
-  readonly instructions: string
-  /** Code, text and base tools the model can call now, then the exposed management tools. */
-  readonly tools: ReadonlyArray<SessionTool>
-}
+/** @since 0.1.0 @category models */
+export type SessionTool = typeof SessionTool.Type
+
+/**
+ * What to offer the model on one turn: the harness's instruction block for the exposure mode and
+ * protocol, and the code, text and base tools the model can call now, then the exposed
+ * management tools.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const SessionDefinitions = Schema.Struct({ instructions: Schema.String, tools: Schema.Array(SessionTool) })
+
+/** @since 0.1.0 @category models */
+export type SessionDefinitions = typeof SessionDefinitions.Type
 
 /** @since 0.1.0 @category models */
 export interface Session {

@@ -5,18 +5,22 @@
  *
  * @since 0.1.0
  */
+import * as Schema from "effect/Schema"
 import type { JsonSchema } from "./JsonSchema.js"
 
 /** @since 0.1.0 @category models */
 export type ToolState = "loaded" | "unloaded" | "unbound"
 
+/** One entry of the catalog. @since 0.1.0 @category schemas */
+export const CatalogEntry = Schema.Struct({
+  name: Schema.String,
+  origin: Schema.Literal("base", "code", "text"),
+  state: Schema.Literal("loaded", "unloaded", "unbound"),
+  description: Schema.NullOr(Schema.String)
+})
+
 /** @since 0.1.0 @category models */
-export interface CatalogEntry {
-  readonly name: string
-  readonly origin: "base" | "code" | "text"
-  readonly state: ToolState
-  readonly description: string | null
-}
+export type CatalogEntry = typeof CatalogEntry.Type
 
 /** Complete metadata and schema of a tool (APP-02). @since 0.1.0 @category models */
 export interface ToolDefinitionInfo extends CatalogEntry {

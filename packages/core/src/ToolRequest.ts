@@ -100,11 +100,11 @@ export interface UpdateToolRequest {
   readonly duration?: "short" | "long" | undefined
 }
 
-/** What state-changing tools answer: nothing but the name and the status (MGMT-17, D-07). @since 0.1.0 @category models */
-export interface ToolAck {
-  readonly name: string
-  readonly status: "loaded" | "unloaded"
-}
+/** What state-changing tools answer: nothing but the name and the status (MGMT-17, D-07). @since 0.1.0 @category schemas */
+export const ToolAck = Schema.Struct({ name: Schema.String, status: Schema.Literal("loaded", "unloaded") })
+
+/** @since 0.1.0 @category models */
+export type ToolAck = typeof ToolAck.Type
 
 const failure = (tool: string | undefined, error: ParseResult.ParseError): InvalidToolRequest => {
   const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]

@@ -7,10 +7,10 @@
  */
 export { type CodeExecution, JitHarness, type JitHarnessOptions, type MiddlewareCall } from "./JitHarness.js"
 export type { Call, Middleware } from "./Call.js"
-export type { BaseTools, CallOptions, Session as SessionShape, SessionDefinitions, SessionTool } from "./Session.js"
+export { type BaseTools, type CallOptions, type Session as SessionShape, SessionDefinitions, SessionTool } from "./Session.js"
 export { isToolDefinition, tool, ToolDefinition } from "./Tool.js"
 export { CodeLanguages, type CodeLanguage, ToolCallStatus, ToolExecutionMode, ToolOrigin } from "./ToolOrigin.js"
-export { ToolKind, type CreateToolRequest, type UpdateToolRequest, type ToolAck } from "./ToolRequest.js"
+export { ToolKind, type CreateToolRequest, type UpdateToolRequest, ToolAck } from "./ToolRequest.js"
 export { InspectionToolExposure } from "./InspectionToolExposure.js"
 export { multimodal, MultimodalResult } from "./Measure.js"
 

@@ -26,8 +26,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError, JitHarnessSnapshot, JitToolEvent } from "@jitbox/core"
-import type { CreateToolRequest, Exposure, JitHarnessProfile, SessionDefinitions, ToolAck, ToolErrorReport, UpdateToolRequest } from "@jitbox/core"
+import { HarnessError, JitToolEvent } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -36,7 +35,8 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
-import type { CallOptions, CatalogEntry, PageOptions, SessionApi } from "./SessionApi.js"
+import * as Protocol from "./Protocol.js"
+import type { CallOptions, SessionApi } from "./SessionApi.js"
 import * as SessionProtocol from "./SessionProtocol.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
@@ -55,17 +55,16 @@ export interface RemoteSessionOptions {
 /** @since 0.1.0 @category constants */
 export const defaults = { timeoutMs: 30_000 } as const
 
-const replyOf = (message: Transport.Message, subject: string): { readonly value: unknown } | WireError.WireError => {
-  const parsed = Envelope.parse(message.data, subject)
-  if (parsed instanceof TransportError) return parsed
-  if (parsed.kind === "error") return WireError.decode(parsed.error, subject)
-  const ok = Envelope.decodeParsed(SessionProtocol.OkReply, parsed, subject)
-  return ok instanceof TransportError ? ok : { value: ok.value }
-}
+/**
+ * The Promise facade: every method rejects with a `WireError`. Its application API is the session
+ * protocol's (`SessionProtocol.manage`), sent as messages by the table's client.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RemoteSession extends SessionProtocol.ManageFacade {}
 
 /**
- * The Promise facade: every method rejects with a `WireError`.
- *
  * @since 0.1.0
  * @category models
  */
@@ -90,6 +89,9 @@ export class RemoteSession implements SessionApi {
     this.timeoutMs = options.timeoutMs ?? defaults.timeoutMs
     this.activateMessage = Envelope.encode("activate", { session_id: this.sessionId })
     this.traceHeaders = options.traceHeaders
+    const invoke = Protocol.client(SessionProtocol.manage, this.manage, (_kind, payload) => this.send(this.manage, payload, this.timeoutMs, undefined))
+    const { forget: _forget, ...operations } = Protocol.facade(SessionProtocol.manage, invoke)
+    Object.assign(this, operations)
   }
 
   /**
@@ -102,43 +104,31 @@ export class RemoteSession implements SessionApi {
     timeoutMs: number,
     signal: AbortSignal | undefined,
     headers?: Transport.Headers
-  ): Promise<{ readonly value: unknown; readonly bytes: number }> {
+  ): Promise<Transport.Message> {
     const deadline = Date.now() + timeoutMs
     const request = (to: Subject.Subject, body: string) =>
       this.transport.request(to, body, { timeoutMs: Math.max(1, deadline - Date.now()), signal, headers: to === subject ? headers : undefined })
-    let reply: Transport.Message
     try {
-      reply = await request(subject, payload)
+      return await request(subject, payload)
     } catch (error) {
       if (!(isTransportError(error) && error.reason === "NoResponders")) throw error
-      let activated: Transport.Message
-      try {
-        activated = await request(this.activation, this.activateMessage)
-      } catch (activationError) {
-        if (isTransportError(activationError) && activationError.reason === "NoResponders") {
-          throw new TransportError({
-            reason: "NoResponders",
-            subject,
-            detail: `nobody serves session ${this.sessionId} and no session host answers ${this.activation}`
-          })
-        }
-        throw activationError
-      }
-      const answer = replyOf(activated, this.activation)
-      if (!("value" in answer)) throw answer
-      reply = await request(subject, payload)
     }
-    const answer = replyOf(reply, subject)
+    let activated: Transport.Message
+    try {
+      activated = await request(this.activation, this.activateMessage)
+    } catch (activationError) {
+      if (isTransportError(activationError) && activationError.reason === "NoResponders") {
+        throw new TransportError({
+          reason: "NoResponders",
+          subject,
+          detail: `nobody serves session ${this.sessionId} and no session host answers ${this.activation}`
+        })
+      }
+      throw activationError
+    }
+    const answer = Protocol.valueOf(activated, this.activation)
     if (!("value" in answer)) throw answer
-    return { value: answer.value, bytes: reply.data.length }
-  }
-
-  private manageRequest<A, I>(kind: SessionProtocol.ManageKind, fields: Record<string, unknown>, result: Schema.Schema<A, I>): Promise<A> {
-    return this.send(this.manage, Envelope.encode(kind, fields), this.timeoutMs, undefined).then(({ value }) => {
-      const decoded = Envelope.decodeParsed(result, value, this.manage)
-      if (decoded instanceof TransportError) throw decoded
-      return decoded
-    })
+    return request(subject, payload)
   }
 
   /** Calls a tool; rejects with the typed error of the session, or `TransportError`. */
@@ -149,8 +139,11 @@ export class RemoteSession implements SessionApi {
     const callId = options?.callId ?? (signal === undefined ? undefined : Ids.newCallId())
     if (signal?.aborted === true) return Promise.reject(new HarnessError.ToolCancelled({ name, callId: callId ?? "" }))
     const payload = Envelope.withValue("call", callId === undefined ? { name } : { name, call_id: callId }, "args", json)
-    const pending = this.send(this.call, payload, options?.timeoutMs ?? this.timeoutMs, signal, this.traceHeaders?.()).then(({ bytes, value }) => {
-      if (Envelope.valueTooLarge(value, bytes)) {
+    const pending = this.send(this.call, payload, options?.timeoutMs ?? this.timeoutMs, signal, this.traceHeaders?.()).then((reply) => {
+      const answer = Protocol.valueOf(reply, this.call)
+      if (!("value" in answer)) throw answer
+      const value = answer.value
+      if (Envelope.valueTooLarge(value, reply.data.length)) {
         throw new TransportError({
           reason: "PayloadTooLarge",
           subject: this.call,
@@ -178,43 +171,6 @@ export class RemoteSession implements SessionApi {
     })
   }
 
-  createTool(request: CreateToolRequest): Promise<ToolAck> {
-    return this.manageRequest("create_tool", { request }, SessionProtocol.ToolAck)
-  }
-
-  updateTool(request: UpdateToolRequest): Promise<ToolAck> {
-    return this.manageRequest("update_tool", { request }, SessionProtocol.ToolAck)
-  }
-
-  unloadTool(name: string): Promise<ToolAck> {
-    return this.manageRequest("unload_tool", { name }, SessionProtocol.ToolAck)
-  }
-
-  loadTool(name: string): Promise<ToolAck> {
-    return this.manageRequest("load_tool", { name }, SessionProtocol.ToolAck)
-  }
-
-  listTools(): Promise<ReadonlyArray<CatalogEntry>> {
-    return this.manageRequest("list_tools", {}, SessionProtocol.manageResult.list_tools)
-  }
-
-  profile(name?: string, page?: PageOptions): Promise<JitHarnessProfile.JitHarnessProfile> {
-    return this.manageRequest("profile", { name, offset: page?.offset, limit: page?.limit }, SessionProtocol.manageResult.profile)
-  }
-
-  toolErrors(name?: string, page?: PageOptions): Promise<ToolErrorReport.ToolErrorReport> {
-    return this.manageRequest("tool_errors", { name, offset: page?.offset, limit: page?.limit }, SessionProtocol.manageResult.tool_errors)
-  }
-
-  snapshot(): Promise<JitHarnessSnapshot.JitHarnessSnapshot> {
-    return this.manageRequest("snapshot", {}, JitHarnessSnapshot.JitHarnessSnapshot)
-  }
-
-  /** What to offer a model speaking `protocol`: the session's instruction block and the tools it can call now. */
-  definitions(protocol: Exposure.ModelProtocol): Promise<SessionDefinitions> {
-    return this.manageRequest("definitions", { protocol }, SessionProtocol.manageResult.definitions)
-  }
-
   /**
    * Calls `listener` with each event of the session until the returned function is called (it
    * resolves once the subscription is gone). Resolves once the subscription is in place.
@@ -230,7 +186,7 @@ export class RemoteSession implements SessionApi {
   forget(): Promise<void> {
     return this.transport.request(this.manage, Envelope.encode("forget"), { timeoutMs: this.timeoutMs }).then(
       (reply) => {
-        const answer = replyOf(reply, this.manage)
+        const answer = Protocol.valueOf(reply, this.manage)
         if (!("value" in answer)) throw answer
       },
       (error: unknown) => {
@@ -269,51 +225,48 @@ export const callTool = (
   options?: Omit<CallOptions, "signal">
 ): Effect.Effect<unknown, WireError.WireError> => lift((signal) => session.callTool(name, args, { ...options, signal }))
 
-/** @since 0.1.0 @category changes */
-export const createTool = (session: RemoteSession, request: CreateToolRequest): Effect.Effect<ToolAck, WireError.WireError> =>
-  lift(() => session.createTool(request))
+/**
+ * The application API as Effects (`createTool(session, request)`, `unloadTool(session, name)`,
+ * `listTools`, `profile`, `toolErrors`, `snapshot`, `definitions`, `forget`), derived from the
+ * session protocol's table; each fails with the `WireError` the session answered.
+ *
+ * @since 0.1.0
+ * @category changes
+ */
+/** @since 0.1.0 @category models */
+export type ManageEffects = Protocol.Effects<SessionProtocol.Manage, RemoteSession, WireError.WireError>
 
-/** @since 0.1.0 @category changes */
-export const updateTool = (session: RemoteSession, request: UpdateToolRequest): Effect.Effect<ToolAck, WireError.WireError> =>
-  lift(() => session.updateTool(request))
+const manageEffects: ManageEffects = Protocol.effects(SessionProtocol.manage, (session: RemoteSession) => session, (f) => lift(() => f()))
 
-/** @since 0.1.0 @category changes */
-export const unloadTool = (session: RemoteSession, name: string): Effect.Effect<ToolAck, WireError.WireError> =>
-  lift(() => session.unloadTool(name))
+/** @since 0.1.0 @category application API */
+export const createTool: ManageEffects["createTool"] = manageEffects.createTool
 
-/** @since 0.1.0 @category changes */
-export const loadTool = (session: RemoteSession, name: string): Effect.Effect<ToolAck, WireError.WireError> => lift(() => session.loadTool(name))
+/** @since 0.1.0 @category application API */
+export const updateTool: ManageEffects["updateTool"] = manageEffects.updateTool
 
-/** @since 0.1.0 @category reading */
-export const listTools = (session: RemoteSession): Effect.Effect<ReadonlyArray<CatalogEntry>, WireError.WireError> =>
-  lift(() => session.listTools())
+/** @since 0.1.0 @category application API */
+export const unloadTool: ManageEffects["unloadTool"] = manageEffects.unloadTool
 
-/** @since 0.1.0 @category reading */
-export const profile = (
-  session: RemoteSession,
-  name?: string,
-  page?: PageOptions
-): Effect.Effect<JitHarnessProfile.JitHarnessProfile, WireError.WireError> => lift(() => session.profile(name, page))
+/** @since 0.1.0 @category application API */
+export const loadTool: ManageEffects["loadTool"] = manageEffects.loadTool
 
-/** @since 0.1.0 @category reading */
-export const toolErrors = (
-  session: RemoteSession,
-  name?: string,
-  page?: PageOptions
-): Effect.Effect<ToolErrorReport.ToolErrorReport, WireError.WireError> => lift(() => session.toolErrors(name, page))
+/** @since 0.1.0 @category application API */
+export const listTools: ManageEffects["listTools"] = manageEffects.listTools
 
-/** @since 0.1.0 @category reading */
-export const snapshot = (session: RemoteSession): Effect.Effect<JitHarnessSnapshot.JitHarnessSnapshot, WireError.WireError> =>
-  lift(() => session.snapshot())
+/** @since 0.1.0 @category application API */
+export const profile: ManageEffects["profile"] = manageEffects.profile
 
-/** @since 0.1.0 @category reading */
-export const definitions = (
-  session: RemoteSession,
-  protocol: Exposure.ModelProtocol
-): Effect.Effect<SessionDefinitions, WireError.WireError> => lift(() => session.definitions(protocol))
+/** @since 0.1.0 @category application API */
+export const toolErrors: ManageEffects["toolErrors"] = manageEffects.toolErrors
 
-/** @since 0.1.0 @category lifecycle */
-export const forget = (session: RemoteSession): Effect.Effect<void, WireError.WireError> => lift(() => session.forget())
+/** @since 0.1.0 @category application API */
+export const snapshot: ManageEffects["snapshot"] = manageEffects.snapshot
+
+/** @since 0.1.0 @category application API */
+export const definitions: ManageEffects["definitions"] = manageEffects.definitions
+
+/** @since 0.1.0 @category application API */
+export const forget: ManageEffects["forget"] = manageEffects.forget
 
 const EventMessage = Schema.Struct({ v: Schema.Literal(Envelope.version), kind: Schema.Literal("event"), event: JitToolEvent.JitToolEvent })
 const decodeEvent = Schema.decodeUnknownOption(Schema.parseJson(EventMessage))

@@ -24,8 +24,10 @@ import type * as Scope from "effect/Scope"
 import type * as Ids from "./Ids.js"
 import { Activity } from "./internal/activity.js"
 import { Persister } from "./internal/persister.js"
-import { callHandler, manageHandler } from "./internal/sessionHandlers.js"
+import { callHandler, manageHandler } from "./internal/sessionServer.js"
+import * as Protocol from "./Protocol.js"
 import type { PageOptions, SessionApi } from "./SessionApi.js"
+import * as SessionProtocol from "./SessionProtocol.js"
 import * as SnapshotStore from "./SnapshotStore.js"
 import * as Subject from "./Subject.js"
 import * as TraceContext from "./TraceContext.js"
@@ -61,6 +63,8 @@ export interface SessionActor {
   readonly harness: JitHarness
   /** The application API on this harness, in process: changes are stored before they resolve. */
   readonly api: SessionApi
+  /** The handlers of `session.<sid>.manage`, which `api` calls directly. */
+  readonly handlers: Protocol.Handlers<SessionProtocol.Manage>
   /** Stores the toolbox now. */
   readonly persist: Effect.Effect<void, JitHarnessSnapshot.SnapshotError>
   /** Calls and requests running now. */
@@ -146,19 +150,22 @@ export const make = (
     harness = built
     yield* Effect.tryPromise({ try: () => built.ready, catch: (error) => error as JitHarnessSnapshot.SnapshotError })
 
+    const handlers: Protocol.Handlers<SessionProtocol.Manage> = {
+      create_tool: ({ request }) => counted(() => changed(built.createTool(request))),
+      update_tool: ({ request }) => counted(() => changed(built.updateTool(request))),
+      unload_tool: ({ name }) => counted(() => changed(built.unloadTool(name))),
+      load_tool: ({ name }) => counted(() => changed(built.loadTool(name))),
+      list_tools: () => counted(() => built.listTools()),
+      profile: ({ name, ...options }) => counted(() => built.profile(name, page(options))),
+      tool_errors: ({ name, ...options }) => counted(() => built.toolErrors(name, page(options))),
+      snapshot: () => counted(() => built.snapshot()),
+      definitions: ({ protocol }) => counted(() => built.definitions(protocol)),
+      forget: () => options.onForget === undefined ? Promise.resolve() : options.onForget()
+    }
     const api: SessionApi = {
       sessionId,
       callTool: (name, args, callOptions) => built.callTool(name, args, callOptions),
-      createTool: (request) => counted(() => changed(built.createTool(request))),
-      updateTool: (request) => counted(() => changed(built.updateTool(request))),
-      unloadTool: (name) => counted(() => changed(built.unloadTool(name))),
-      loadTool: (name) => counted(() => changed(built.loadTool(name))),
-      listTools: () => counted(() => built.listTools()),
-      profile: (name, options) => counted(() => built.profile(name, page(options))),
-      toolErrors: (name, options) => counted(() => built.toolErrors(name, page(options))),
-      snapshot: () => counted(() => built.snapshot()),
-      definitions: (protocol) => counted(() => built.definitions(protocol)),
-      forget: () => options.onForget === undefined ? Promise.resolve() : options.onForget()
+      ...Protocol.facade(SessionProtocol.manage, Protocol.local(handlers))
     }
 
     const serve = { backlog: options.backlog, graceMs: options.graceMs }
@@ -170,13 +177,14 @@ export const make = (
     yield* transport.serve(
       Subject.sessionManage(options.prefix, sessionId),
       { ...serve, concurrency: options.manageConcurrency ?? defaults.manageConcurrency },
-      manageHandler(api)
+      manageHandler(handlers)
     )
 
     return {
       sessionId,
       harness: built,
       api,
+      handlers,
       persist: Effect.tryPromise({ try: () => persister.persist(), catch: (error) => error as JitHarnessSnapshot.SnapshotError }),
       inflight: () => activity.inflight,
       idleFor: (now) => activity.idleFor(now),

@@ -1,8 +1,10 @@
 /**
  * The application API of one session, as Promises: what an application or an orchestrator does
- * with a session besides offering its tools to a model. Two implementations answer it the same
- * way: `Sessions` for a session hosted in this process (direct calls on its harness, no message
- * hop) and `RemoteSession` for one hosted anywhere else (messages over the `Transport`).
+ * with a session besides offering its tools to a model. Its methods are derived from the session
+ * protocol's table (`SessionProtocol.manage`), so the two implementations answer it the same way:
+ * `Sessions` for a session hosted in this process (the actor's own handlers, no message hop) and
+ * `RemoteSession` for one hosted anywhere else (the same operations as messages over the
+ * `Transport`).
  *
  * A change (`createTool`, `updateTool`, `unloadTool`, `loadTool`) resolves only once the toolbox
  * it made is in the session's `SnapshotStore`. A failure is the harness's typed error
@@ -12,16 +14,11 @@
  *
  * @since 0.1.0
  */
-import type { Exposure, JitHarnessProfile, JitHarnessSnapshot, ToolErrorReport } from "@jitbox/core"
-import type { CreateToolRequest, SessionDefinitions, ToolAck, UpdateToolRequest } from "@jitbox/core"
+import type { ToolCatalog } from "@jitbox/core"
 import type * as SessionProtocol from "./SessionProtocol.js"
 
 /** @since 0.1.0 @category models */
-export interface PageOptions {
-  readonly offset?: number | undefined
-  /** 1–1,000 (D-16). */
-  readonly limit?: number | undefined
-}
+export type PageOptions = SessionProtocol.PageOptions
 
 /** @since 0.1.0 @category models */
 export interface CallOptions {
@@ -34,23 +31,17 @@ export interface CallOptions {
 }
 
 /** An entry of the catalog. @since 0.1.0 @category models */
-export type CatalogEntry = typeof SessionProtocol.CatalogEntry.Type
+export type CatalogEntry = ToolCatalog.CatalogEntry
 
-/** @since 0.1.0 @category models */
-export interface SessionApi {
+/**
+ * `callTool` (the hot path, hand-written on both ends) and the operations of
+ * `SessionProtocol.manage`: `createTool`, `updateTool`, `unloadTool`, `loadTool`, `listTools`,
+ * `profile`, `toolErrors`, `snapshot`, `definitions`, `forget`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SessionApi extends SessionProtocol.ManageFacade {
   readonly sessionId: string
   readonly callTool: (name: string, args?: unknown, options?: CallOptions) => Promise<unknown>
-  readonly createTool: (request: CreateToolRequest) => Promise<ToolAck>
-  readonly updateTool: (request: UpdateToolRequest) => Promise<ToolAck>
-  readonly unloadTool: (name: string) => Promise<ToolAck>
-  readonly loadTool: (name: string) => Promise<ToolAck>
-  /** The complete catalog: base, code and text tools (management tools are never listed). */
-  readonly listTools: () => Promise<ReadonlyArray<CatalogEntry>>
-  readonly profile: (name?: string, page?: PageOptions) => Promise<JitHarnessProfile.JitHarnessProfile>
-  readonly toolErrors: (name?: string, page?: PageOptions) => Promise<ToolErrorReport.ToolErrorReport>
-  readonly snapshot: () => Promise<JitHarnessSnapshot.JitHarnessSnapshot>
-  /** What to offer a model speaking `protocol` (core's `Session.definitions`): the instruction block and the tools it can call now. */
-  readonly definitions: (protocol: Exposure.ModelProtocol) => Promise<SessionDefinitions>
-  /** Releases the session's in-memory toolbox (LIFE-06); its stored snapshot stays, and its next use activates it again. */
-  readonly forget: () => Promise<void>
 }

@@ -21,53 +21,123 @@
  *
  * @since 0.1.0
  */
-import { Exposure, JitHarnessProfile, JitHarnessSnapshot, ToolErrorReport } from "@jitbox/core"
+import { Exposure, JitHarnessProfile, JitHarnessSnapshot, SessionDefinitions, ToolAck, ToolCatalog, ToolErrorReport } from "@jitbox/core"
+import type { CreateToolRequest, UpdateToolRequest } from "@jitbox/core"
 import * as Schema from "effect/Schema"
 import * as Ids from "./Ids.js"
+import * as Protocol from "./Protocol.js"
 import * as WireError from "./WireError.js"
 
 const V = Schema.Literal(1)
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 const Page = {
   name: Schema.optional(Schema.String),
   offset: Schema.optional(Schema.Number),
   limit: Schema.optional(Schema.Number)
 }
 
-/** Calls a tool by name. `call_id` becomes the record's call id and lets a `cancel` name the call. @since 0.1.0 @category schemas */
-export const CallRequest = Schema.Struct({
-  v: V,
-  kind: Schema.Literal("call"),
-  name: Schema.String,
-  args: Schema.optional(Schema.Unknown),
-  call_id: Schema.optional(Schema.String)
+/** @since 0.1.0 @category models */
+export interface PageOptions {
+  readonly offset?: number | undefined
+  /** 1–1,000 (D-16). */
+  readonly limit?: number | undefined
+}
+
+const isObject = (u: unknown): u is object => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** A management tool's arguments: an object on the wire; the harness decodes its fields (and names the one at fault). */
+const ToolRequestOf = <A>(identifier: string) =>
+  Schema.declare((u: unknown): u is A => isObject(u), { identifier, description: "a JSON object" })
+
+/**
+ * `session.<sid>.call`: a tool call by name (`call_id` becomes the record's call id and lets a
+ * `cancel` name the call), and the cancel of a running call (unknown ids are ignored). Both ends
+ * of `call` are hand-written over this entry: it is the hot path, its arguments are spliced in
+ * as JSON already bounded by JT-LIM-02.
+ *
+ * @since 0.1.0
+ * @category protocol
+ */
+export const call = Protocol.table({
+  call: {
+    payload: { name: Schema.String, args: Schema.optional(Schema.Unknown), call_id: Schema.optional(Schema.String) },
+    success: Schema.Unknown,
+    value: true,
+    method: "callTool",
+    args: (name: string, args?: unknown, callId?: string) => ({ name, args, call_id: callId })
+  },
+  cancel: {
+    payload: { call_id: Schema.String },
+    success: Schema.Void,
+    method: "cancel",
+    args: (callId: string) => ({ call_id: callId })
+  }
 })
 
-/** Cancels the running call `call_id` (its record says `cancelled`); unknown ids are ignored. @since 0.1.0 @category schemas */
-export const CancelRequest = Schema.Struct({ v: V, kind: Schema.Literal("cancel"), call_id: Schema.String })
+/**
+ * `session.<sid>.manage`: the application API, one entry per operation. `LocalSession`,
+ * `RemoteSession` and the session actor's server are derived from it.
+ *
+ * @since 0.1.0
+ * @category protocol
+ */
+export const manage = Protocol.table({
+  create_tool: {
+    payload: { request: ToolRequestOf<CreateToolRequest>("CreateToolRequest") },
+    success: ToolAck,
+    method: "createTool",
+    args: (request: CreateToolRequest) => ({ request })
+  },
+  update_tool: {
+    payload: { request: ToolRequestOf<UpdateToolRequest>("UpdateToolRequest") },
+    success: ToolAck,
+    method: "updateTool",
+    args: (request: UpdateToolRequest) => ({ request })
+  },
+  unload_tool: { payload: { name: Schema.String }, success: ToolAck, method: "unloadTool", args: (name: string) => ({ name }) },
+  load_tool: { payload: { name: Schema.String }, success: ToolAck, method: "loadTool", args: (name: string) => ({ name }) },
+  /** The complete catalog: base, code and text tools (management tools are never listed). */
+  list_tools: { payload: {}, success: Schema.Array(ToolCatalog.CatalogEntry), method: "listTools", args: () => ({}) },
+  profile: {
+    payload: Page,
+    success: JitHarnessProfile.JitHarnessProfile,
+    method: "profile",
+    args: (name?: string, page?: PageOptions) => ({ name, offset: page?.offset, limit: page?.limit })
+  },
+  tool_errors: {
+    payload: Page,
+    success: ToolErrorReport.ToolErrorReport,
+    method: "toolErrors",
+    args: (name?: string, page?: PageOptions) => ({ name, offset: page?.offset, limit: page?.limit })
+  },
+  snapshot: { payload: {}, success: JitHarnessSnapshot.JitHarnessSnapshot, method: "snapshot", args: () => ({}) },
+  /** What to offer a model speaking `protocol`: the instruction block and the tools it can call now. */
+  definitions: {
+    payload: { protocol: Schema.Literal(...Object.values(Exposure.ModelProtocol)) },
+    success: SessionDefinitions,
+    method: "definitions",
+    args: (protocol: Exposure.ModelProtocol) => ({ protocol })
+  },
+  /** Releases the session's in-memory toolbox (LIFE-06); its stored snapshot stays, and its next use activates it again. */
+  forget: { payload: {}, success: Schema.Void, method: "forget", args: () => ({}) }
+})
+
+/** The operations of `session.<sid>.manage`. @since 0.1.0 @category models */
+export type Manage = typeof manage
+
+/** The application API's methods, as Promises (derived from `manage`). @since 0.1.0 @category models */
+export type ManageFacade = Protocol.Facade<Manage>
 
 /** The messages of `session.<sid>.call`, by kind. @since 0.1.0 @category schemas */
-export const callMessages = { call: CallRequest, cancel: CancelRequest } as const
+export const callMessages = Protocol.requests(call)
 
 /** What `session.<sid>.call` takes. @since 0.1.0 @category schemas */
-export const CallMessage = Schema.Union(CallRequest, CancelRequest)
+export const CallMessage = Schema.Union(callMessages.call, callMessages.cancel)
 
 /** @since 0.1.0 @category models */
 export type CallMessage = typeof CallMessage.Type
 
 /** The messages of `session.<sid>.manage` (the application API), by kind. @since 0.1.0 @category schemas */
-export const manageRequests = {
-  create_tool: Schema.Struct({ v: V, kind: Schema.Literal("create_tool"), request: JsonObject }),
-  update_tool: Schema.Struct({ v: V, kind: Schema.Literal("update_tool"), request: JsonObject }),
-  unload_tool: Schema.Struct({ v: V, kind: Schema.Literal("unload_tool"), name: Schema.String }),
-  load_tool: Schema.Struct({ v: V, kind: Schema.Literal("load_tool"), name: Schema.String }),
-  list_tools: Schema.Struct({ v: V, kind: Schema.Literal("list_tools") }),
-  profile: Schema.Struct({ v: V, kind: Schema.Literal("profile"), ...Page }),
-  tool_errors: Schema.Struct({ v: V, kind: Schema.Literal("tool_errors"), ...Page }),
-  snapshot: Schema.Struct({ v: V, kind: Schema.Literal("snapshot") }),
-  definitions: Schema.Struct({ v: V, kind: Schema.Literal("definitions"), protocol: Schema.Literal(...Object.values(Exposure.ModelProtocol)) }),
-  forget: Schema.Struct({ v: V, kind: Schema.Literal("forget") })
-} as const
+export const manageRequests = Protocol.requests(manage)
 
 /** What `session.<sid>.manage` takes. @since 0.1.0 @category schemas */
 export const ManageRequest = Schema.Union(...Object.values(manageRequests))
@@ -76,7 +146,12 @@ export const ManageRequest = Schema.Union(...Object.values(manageRequests))
 export type ManageRequest = typeof ManageRequest.Type
 
 /** @since 0.1.0 @category models */
-export type ManageKind = ManageRequest["kind"]
+export type ManageKind = keyof Manage
+
+/** The value each manage kind answers with. @since 0.1.0 @category schemas */
+export const manageResult: { readonly [K in ManageKind]: Manage[K]["success"] } = Object.fromEntries(
+  Object.entries(manage).map(([kind, op]) => [kind, op.success])
+) as { readonly [K in ManageKind]: Manage[K]["success"] }
 
 /** Asks the session hosts to activate a session nobody serves. @since 0.1.0 @category schemas */
 export const ActivateRequest = Schema.Struct({ v: V, kind: Schema.Literal("activate"), session_id: Ids.SessionId })
@@ -96,42 +171,3 @@ export const ErrorReply: Schema.Struct<{
 
 /** Every reply. @since 0.1.0 @category schemas */
 export const Reply: Schema.Union<[typeof OkReply, typeof ErrorReply]> = Schema.Union(OkReply, ErrorReply)
-
-/** What the state-changing operations answer (MGMT-17). @since 0.1.0 @category schemas */
-export const ToolAck = Schema.Struct({ name: Schema.String, status: Schema.Literal("loaded", "unloaded") })
-
-/** One entry of `list_tools`. @since 0.1.0 @category schemas */
-export const CatalogEntry = Schema.Struct({
-  name: Schema.String,
-  origin: Schema.Literal("base", "code", "text"),
-  state: Schema.Literal("loaded", "unloaded", "unbound"),
-  description: Schema.NullOr(Schema.String)
-})
-
-/** A tool to offer the model (core's `SessionTool`), snake_case on the wire. @since 0.1.0 @category schemas */
-export const SessionTool = Schema.Struct({
-  name: Schema.String,
-  description: Schema.String,
-  parameters: JsonObject,
-  deferLoading: Schema.propertySignature(Schema.Boolean).pipe(Schema.fromKey("defer_loading")),
-  executionMode: Schema.propertySignature(Schema.Literal("parallel", "serial")).pipe(Schema.fromKey("execution_mode")),
-  management: Schema.Boolean,
-  guidelines: Schema.NullOr(Schema.String)
-})
-
-/** What `definitions` answers: core's `SessionDefinitions` for the protocol asked. @since 0.1.0 @category schemas */
-export const SessionDefinitions = Schema.Struct({ instructions: Schema.String, tools: Schema.Array(SessionTool) })
-
-/** The value each manage kind answers with. @since 0.1.0 @category schemas */
-export const manageResult = {
-  create_tool: ToolAck,
-  update_tool: ToolAck,
-  unload_tool: ToolAck,
-  load_tool: ToolAck,
-  list_tools: Schema.Array(CatalogEntry),
-  profile: JitHarnessProfile.JitHarnessProfile,
-  tool_errors: ToolErrorReport.ToolErrorReport,
-  snapshot: JitHarnessSnapshot.JitHarnessSnapshot,
-  definitions: SessionDefinitions,
-  forget: Schema.Void
-} as const

@@ -32,8 +32,8 @@
  *
  * @since 0.1.0
  */
-import { EventFeed, type Exposure, type JitHarnessOptions, type JitHarnessProfile, type JitHarnessSnapshot, type ToolErrorReport } from "@jitbox/core"
-import type { BaseTools, CallOptions, CreateToolRequest, SessionDefinitions, SessionShape, ToolAck, UpdateToolRequest } from "@jitbox/core"
+import { EventFeed, type JitHarnessOptions, type JitHarnessSnapshot } from "@jitbox/core"
+import type { BaseTools, CallOptions, SessionShape } from "@jitbox/core"
 import { Admission, HarnessError, JitPolicy, Sessions as CoreSessions } from "@jitbox/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -52,7 +52,8 @@ import * as LeasedAdmission from "./LeasedAdmission.js"
 import * as SessionLeases from "./SessionLeases.js"
 import * as SessionOwnership from "./SessionOwnership.js"
 import * as Ids from "./Ids.js"
-import type { CatalogEntry, PageOptions, SessionApi } from "./SessionApi.js"
+import * as Protocol from "./Protocol.js"
+import type { SessionApi } from "./SessionApi.js"
 import * as SessionActor from "./SessionActor.js"
 import * as SessionProtocol from "./SessionProtocol.js"
 import type * as SnapshotStore from "./SnapshotStore.js"
@@ -140,8 +141,15 @@ interface Host {
 
 /**
  * A session hosted in this process: the core's `Session` and the runtime's `SessionApi`, on the
- * harness directly.
+ * harness directly. The application API's methods are the session protocol's (`SessionProtocol.manage`),
+ * each running the actor's own handler once the session is active.
  *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LocalSession extends SessionProtocol.ManageFacade {}
+
+/**
  * @since 0.1.0
  * @category models
  */
@@ -152,6 +160,11 @@ export class LocalSession implements SessionShape, SessionApi {
 
   constructor(readonly sessionId: Ids.SessionId, private readonly host: Host) {
     this.feed = new EventFeed.EventFeed(sessionId)
+    const { forget: _forget, ...operations } = Protocol.facade(
+      SessionProtocol.manage,
+      (kind, payload) => this.with((actor) => Protocol.local(actor.handlers)(kind, payload))
+    )
+    Object.assign(this, operations)
   }
 
   /** Resolves once the session is active; rejects with why it cannot be. */
@@ -211,10 +224,6 @@ export class LocalSession implements SessionShape, SessionApi {
     return this.host.acquire(this.sessionId).then((active) => active.harness.callTool(name, args, options))
   }
 
-  definitions(protocol: Exposure.ModelProtocol): Promise<SessionDefinitions> {
-    return this.with((actor) => actor.harness.definitions(protocol))
-  }
-
   /** Binds one request's base tools until `detach`; the session is not passivated while one is attached. */
   attach(request: object, tools?: BaseTools): Promise<void> {
     return this.with((actor) => actor.harness.attach(request, tools))
@@ -224,38 +233,7 @@ export class LocalSession implements SessionShape, SessionApi {
     this.host.activeActor(this.sessionId)?.harness.detach(request)
   }
 
-  createTool(request: CreateToolRequest): Promise<ToolAck> {
-    return this.with((actor) => actor.api.createTool(request))
-  }
-
-  updateTool(request: UpdateToolRequest): Promise<ToolAck> {
-    return this.with((actor) => actor.api.updateTool(request))
-  }
-
-  unloadTool(name: string): Promise<ToolAck> {
-    return this.with((actor) => actor.api.unloadTool(name))
-  }
-
-  loadTool(name: string): Promise<ToolAck> {
-    return this.with((actor) => actor.api.loadTool(name))
-  }
-
-  listTools(): Promise<ReadonlyArray<CatalogEntry>> {
-    return this.with((actor) => actor.api.listTools())
-  }
-
-  profile(name?: string, page?: PageOptions): Promise<JitHarnessProfile.JitHarnessProfile> {
-    return this.with((actor) => actor.api.profile(name, page))
-  }
-
-  toolErrors(name?: string, page?: PageOptions): Promise<ToolErrorReport.ToolErrorReport> {
-    return this.with((actor) => actor.api.toolErrors(name, page))
-  }
-
-  snapshot(): Promise<JitHarnessSnapshot.JitHarnessSnapshot> {
-    return this.with((actor) => actor.api.snapshot())
-  }
-
+  /** Stores and releases the session where it is active (LIFE-06): the host's `forget`, not the actor's. */
   forget(): Promise<void> {
     return this.host.forget(this.sessionId)
   }

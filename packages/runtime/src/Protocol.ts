@@ -1,0 +1,278 @@
+/**
+ * A protocol as data: one table per actor, each entry an operation with its `kind` (the
+ * envelope's `kind`), its payload fields, its success schema and the method that calls it. From
+ * the table come
+ *
+ * - the server (`serve`): a `Transport.Handler` over a record of small handlers, one per kind,
+ *   that decodes the envelope once, runs the handler and encodes its success with the entry's
+ *   schema (or answers the wire error it failed with);
+ * - the requests the server decodes (`requests`), for tests and the protocol page;
+ * - the client (`client`): encodes a payload with the entry's request schema (renames declared
+ *   once, with `Schema.fromKey`), sends it and decodes the reply with the success schema;
+ * - the method faces (`facade`, `effects`): `unloadTool(name)` on any `invoke`, so the in-process
+ *   face (the handlers themselves, no hop) and the remote one (the client) are the same methods.
+ *
+ * Adding an operation is one table entry and one handler.
+ *
+ * @since 0.1.0
+ */
+import type * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Envelope from "./Envelope.js"
+import { attempt } from "./internal/replies.js"
+import type * as Transport from "./Transport.js"
+import { TransportError } from "./TransportError.js"
+import * as WireError from "./WireError.js"
+
+/**
+ * One operation: its payload fields (without `v` and `kind`), what it answers, the method name of
+ * the faces and how that method's arguments become the payload.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Operation<
+  Fields extends Schema.Struct.Fields = Schema.Struct.Fields,
+  Success extends Schema.Schema.Any = Schema.Schema.Any,
+  Method extends string = string,
+  Args extends ReadonlyArray<any> = ReadonlyArray<any>
+> {
+  readonly payload: Fields
+  readonly success: Success
+  readonly method: Method
+  readonly args: (...args: Args) => Schema.Struct.Type<Fields>
+  /** The success is a tool's value: JSON bounded by JT-LIM-02 rather than encoded by a schema. */
+  readonly value?: true | undefined
+}
+
+/** A protocol: operations by kind. @since 0.1.0 @category models */
+export type Table = { readonly [kind: string]: Operation<any, any, any, any> }
+
+/** What a handler of `op` receives. @since 0.1.0 @category models */
+export type Payload<Op extends Operation<any, any, any, any>> = Schema.Struct.Type<Op["payload"]>
+
+/** What a handler of `op` answers. @since 0.1.0 @category models */
+export type Success<Op extends Operation<any, any, any, any>> = Schema.Schema.Type<Op["success"]>
+
+/** One handler per kind of `T`. @since 0.1.0 @category models */
+export type Handlers<T extends Table> = {
+  readonly [K in keyof T]: (payload: Payload<T[K]>, request?: Transport.ServeRequest) => Success<T[K]> | PromiseLike<Success<T[K]>>
+}
+
+/** Sends an operation of `T` and answers its success. @since 0.1.0 @category models */
+export type Invoke<T extends Table> = <K extends keyof T & string>(kind: K, payload: Payload<T[K]>) => Promise<Success<T[K]>>
+
+/** The methods of `T`, as Promises. @since 0.1.0 @category models */
+export type Facade<T extends Table> = {
+  readonly [K in keyof T as T[K]["method"]]: (...args: Parameters<T[K]["args"]>) => Promise<Success<T[K]>>
+}
+
+/** The methods of `T`, as Effects on a client `C`. @since 0.1.0 @category models */
+export type Effects<T extends Table, C, E> = {
+  readonly [K in keyof T as T[K]["method"]]: (client: C, ...args: Parameters<T[K]["args"]>) => Effect.Effect<Success<T[K]>, E>
+}
+
+/**
+ * Declares a table; `const` keeps each `method` a literal, so the faces are typed by it.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const table = <const T extends Table>(operations: T): T => operations
+
+const V = Schema.Literal(Envelope.version)
+
+/** The request schema of each kind: `{v, kind, ...payload}`. */
+export type Requests<T extends Table> = {
+  readonly [K in keyof T]: Schema.Struct<{ v: typeof V; kind: Schema.Literal<[K & string]> } & T[K]["payload"]>
+}
+
+const requestsCache = new WeakMap<Table, Record<string, Schema.Struct<any>>>()
+
+/**
+ * The request schema of each kind of `t` (`{"v":1,"kind":…, …payload}`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const requests = <T extends Table>(t: T): Requests<T> => {
+  let found = requestsCache.get(t)
+  if (found === undefined) {
+    found = Object.fromEntries(
+      Object.entries(t).map(([kind, op]) => [kind, Schema.Struct({ v: V, kind: Schema.Literal(kind), ...op.payload })])
+    )
+    requestsCache.set(t, found)
+  }
+  return found as Requests<T>
+}
+
+const formatIssue = (error: ParseResult.ParseError): string => {
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+  if (issue === undefined) return error.message.slice(0, 500)
+  return `${issue.path.length === 0 ? "the value" : issue.path.map(String).join(".")}: ${issue.message}`.slice(0, 500)
+}
+
+const encoders = new WeakMap<Schema.Schema.Any, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
+const decoders = new WeakMap<Schema.Schema.Any, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
+
+const memo = (
+  cache: WeakMap<Schema.Schema.Any, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>,
+  schema: Schema.Schema.Any,
+  make: (schema: Schema.Schema<any, any, never>) => (u: unknown) => Either.Either<unknown, ParseResult.ParseError>
+) => {
+  let found = cache.get(schema)
+  if (found === undefined) {
+    found = make(schema as Schema.Schema<any, any, never>)
+    cache.set(schema, found)
+  }
+  return found
+}
+
+/** A payload's wire fields, encoded with the operation's request schema (renames applied). */
+const encodeRequest = (t: Table, kind: string, payload: unknown, subject: string): Record<string, unknown> | TransportError => {
+  const schema = requests(t)[kind]!
+  const encoded = memo(encoders, schema, Schema.encodeUnknownEither)({ ...(payload as object), v: Envelope.version, kind })
+  return Either.isRight(encoded)
+    ? encoded.right as Record<string, unknown>
+    : new TransportError({ reason: "InvalidArgument", subject, detail: `${kind}: ${formatIssue(encoded.left)}` })
+}
+
+/**
+ * A success as reply text: a tool's value bounded by JT-LIM-02, anything else encoded by the
+ * operation's schema.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const reply = (op: Operation, value: unknown, what: string, subject: string): string => {
+  if (op.value === true) {
+    const json = Envelope.encodeValue(value, what, subject)
+    return json instanceof TransportError ? Envelope.error(json) : Envelope.ok(json)
+  }
+  const encoded = memo(encoders, op.success, Schema.encodeUnknownEither)(value)
+  if (Either.isLeft(encoded)) {
+    return Envelope.error(new TransportError({ reason: "Unknown", subject, detail: `${what}: the answer does not encode (${formatIssue(encoded.left)})` }))
+  }
+  return Envelope.ok(encoded.right === undefined ? undefined : JSON.stringify(encoded.right))
+}
+
+/** Decodes a reply's value with the operation's success schema. */
+const decodeSuccess = (op: Operation, value: unknown, subject: string): unknown => {
+  if (op.value === true) return value
+  const decoded = memo(decoders, op.success, Schema.decodeUnknownEither)(value)
+  if (Either.isRight(decoded)) return decoded.right
+  throw new TransportError({ reason: "Decode", subject, detail: `the reply: ${formatIssue(decoded.left)}` })
+}
+
+/** The name a failure of `payload` is reported under when what was thrown is not a wire error. */
+const failureName = (kind: string, payload: Record<string, unknown>): string => {
+  if (typeof payload.name === "string") return payload.name
+  const request = payload.request
+  if (typeof request === "object" && request !== null && typeof (request as { name?: unknown }).name === "string") {
+    return (request as { name: string }).name
+  }
+  return kind
+}
+
+/**
+ * The server of `t`: decodes each request once (a message that does not decode is answered with a
+ * `Decode` error and runs nothing), runs its kind's handler, and answers the success or the wire
+ * error it failed with.
+ *
+ * @since 0.1.0
+ * @category servers
+ */
+export const serve = <T extends Table>(t: T, handlers: Handlers<T>): Transport.Handler => {
+  const members = requests(t) as unknown as Record<string, Schema.Schema<any, any>>
+  return (request) => {
+    const message = Envelope.decodeKind(members, request.data, request.subject)
+    if (message instanceof TransportError) return Envelope.error(message)
+    const kind: string = message.kind
+    const op = t[kind]!
+    const handler = handlers[kind] as (payload: unknown, request: Transport.ServeRequest) => unknown
+    const name = failureName(kind, message)
+    return attempt(() => handler(message, request)).then(
+      (value) => reply(op, value, `the result of '${name}'`, request.subject),
+      (thrown: unknown) => Envelope.error(WireError.fromThrown(name, thrown))
+    )
+  }
+}
+
+/** Sends one request's text and answers the reply message. @since 0.1.0 @category models */
+export type Send = (kind: string, payload: string) => Promise<Transport.Message>
+
+/**
+ * A reply's value, or the wire error it carries (a reply that does not decode is a `Decode`
+ * error).
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const valueOf = (message: Transport.Message, subject: string): { readonly value: unknown } | WireError.WireError => {
+  const parsed = Envelope.parse(message.data, subject)
+  if (parsed instanceof TransportError) return parsed
+  if (parsed.kind === "error") return WireError.decode(parsed.error, subject)
+  if (parsed.kind !== "ok") return new TransportError({ reason: "Decode", subject, detail: `kind: expected "ok" or "error", got ${JSON.stringify(parsed.kind)?.slice(0, 100)}` })
+  return { value: parsed.value }
+}
+
+/**
+ * The client of `t` over `send`: each operation encoded with its request schema, its reply
+ * decoded with its success schema; it rejects with the wire error the server answered.
+ *
+ * @since 0.1.0
+ * @category clients
+ */
+export const client = <T extends Table>(t: T, subject: string, send: Send): Invoke<T> =>
+  ((kind: string, payload: unknown) => {
+    const fields = encodeRequest(t, kind, payload, subject)
+    if (fields instanceof TransportError) return Promise.reject(fields)
+    return send(kind, JSON.stringify(fields)).then((message) => {
+      const answer = valueOf(message, subject)
+      if (!("value" in answer)) throw answer
+      return decodeSuccess(t[kind]!, answer.value, subject)
+    })
+  }) as Invoke<T>
+
+/**
+ * The in-process face of `handlers`: an operation runs its handler directly (no encoding, no
+ * hop), a synchronous throw becomes a rejection.
+ *
+ * @since 0.1.0
+ * @category clients
+ */
+export const local = <T extends Table>(handlers: Handlers<T>): Invoke<T> =>
+  ((kind: string, payload: unknown) =>
+    attempt(() => (handlers[kind] as (payload: unknown) => unknown)(payload))) as Invoke<T>
+
+/**
+ * The methods of `t` over `invoke`: `unloadTool(name)` is `invoke("unload_tool", { name })`.
+ *
+ * @since 0.1.0
+ * @category clients
+ */
+export const facade = <T extends Table>(t: T, invoke: Invoke<T>): Facade<T> =>
+  Object.fromEntries(
+    Object.entries(t).map(([kind, op]) => [op.method, (...args: ReadonlyArray<unknown>) => invoke(kind, op.args(...args) as Payload<T[string]>)])
+  ) as Facade<T>
+
+/**
+ * The methods of `t` as Effects on a client: `unloadTool(session, name)`. `lift` turns a Promise
+ * of the client into an Effect (and says which rejections are typed failures).
+ *
+ * @since 0.1.0
+ * @category clients
+ */
+export const effects = <T extends Table, C, E>(
+  t: T,
+  face: (client: C) => Facade<T>,
+  lift: <A>(f: () => Promise<A>) => Effect.Effect<A, E>
+): Effects<T, C, E> =>
+  Object.fromEntries(
+    Object.values(t).map((op) => [
+      op.method,
+      (client: C, ...args: ReadonlyArray<unknown>) => lift(() => (face(client) as Record<string, (...a: ReadonlyArray<unknown>) => Promise<unknown>>)[op.method]!(...args))
+    ])
+  ) as Effects<T, C, E>
