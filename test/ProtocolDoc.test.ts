@@ -15,6 +15,7 @@
 import { JitHarnessProfile, JitToolEvent } from "@jitbox/core"
 import {
   Coordinator,
+  CoordinatorProtocol,
   Envelope,
   ExecutionProfile,
   Ids,
@@ -170,7 +171,7 @@ const checkErrorRow = (member: ErrorClass) => {
 }
 
 const wireErrors = WireError.WireError.members as unknown as ReadonlyArray<ErrorClass>
-const coordinatorErrors = Coordinator.CoordinatorError.members as unknown as ReadonlyArray<ErrorClass>
+const coordinatorErrors = CoordinatorProtocol.CoordinatorError.members as unknown as ReadonlyArray<ErrorClass>
 
 const kindOf = (schema: { readonly fields: { readonly kind: unknown } }): string => literalsOf(schema.fields.kind)[0]!
 
@@ -187,7 +188,7 @@ const kinds = (): Array<string> => [
   kindOf(WorkerProtocol.CancelMessage),
   kindOf(WorkerProtocol.Heartbeat),
   kindOf(WorkerCapacity.CapacityReport),
-  ...Coordinator.operations,
+  ...CoordinatorProtocol.kinds,
   // StreamPublisher's two kinds, spelled in its code (it exports no schema of them)
   "event",
   "profile_record"
@@ -202,7 +203,7 @@ describe("docs/protocol.md names every error, operation, kind and event", () => 
     checkErrorRow(member)
   })
 
-  it.each(Coordinator.operations.map((op) => [op]))("coordinator operation %s has its subject and an example", (op) => {
+  it.each(CoordinatorProtocol.kinds.map((op) => [op]))("coordinator operation %s has its subject and an example", (op) => {
     expect(doc.includes(`\`<p>.coordinator.${op}\``), `docs/protocol.md does not name <p>.coordinator.${op}`).toBe(true)
     expect(doc.includes(`{"v":1,"kind":"${op}"`), `docs/protocol.md has no example of ${op}`).toBe(true)
   })
@@ -287,11 +288,11 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 /** What is wrong with an `ok` value the page shows, when its shape says what it is. */
 const checkValue = (value: unknown): string | undefined => {
   if (isRecord(value) && "capability" in value) {
-    return decodes(Coordinator.CapabilityDescriptor, value.capability) ?? decodes(Coordinator.Lease, value.lease)
+    return decodes(CoordinatorProtocol.CapabilityDescriptor, value.capability) ?? decodes(CoordinatorProtocol.Lease, value.lease)
   }
-  if (isRecord(value) && "leaseId" in value) return decodes(Coordinator.LeaseFacts, value)
-  if (isRecord(value) && "profiles" in value && "sessions" in value) return decodes(Coordinator.Leases, value)
-  if (isRecord(value) && "slots" in value && "expiresAt" in value) return decodes(Coordinator.Lease, value)
+  if (isRecord(value) && "leaseId" in value) return decodes(CoordinatorProtocol.LeaseFacts, value)
+  if (isRecord(value) && "profiles" in value && "sessions" in value) return decodes(CoordinatorProtocol.Leases, value)
+  if (isRecord(value) && "slots" in value && "expiresAt" in value) return decodes(CoordinatorProtocol.Lease, value)
   if (Array.isArray(value) && isRecord(value[0]) && "workerId" in value[0]) return decodes(Schema.Array(WorkerCapacity.WorkerCapacity), value)
   if (isRecord(value) && "call_capacity" in value) return decodes(SessionProtocol.manageResult.profile, value)
   if (isRecord(value) && "retained_errors" in value) return decodes(SessionProtocol.manageResult.tool_errors, value)
@@ -314,7 +315,7 @@ const check = (value: Record<string, unknown>): string | undefined => {
       return decodes(SessionProtocol.OkReply, value) ?? checkValue(value.value)
     case "error": {
       const asWire = decodes(WireError.WireError, value.error)
-      const asCoordinator = decodes(Coordinator.CoordinatorError, value.error)
+      const asCoordinator = decodes(CoordinatorProtocol.CoordinatorError, value.error)
       return asWire !== undefined && asCoordinator !== undefined ? `an error of neither union: ${asWire}` : undefined
     }
     case "call":
@@ -339,7 +340,7 @@ const check = (value: Record<string, unknown>): string | undefined => {
       return decodes(SessionProfileRecord, value.record)
     default:
       if (Object.hasOwn(SessionProtocol.manageRequests, kind)) return decodes(SessionProtocol.ManageRequest, value)
-      if ((Coordinator.operations as ReadonlyArray<string>).includes(kind)) return undefined // sent to a coordinator below
+      if ((CoordinatorProtocol.kinds as ReadonlyArray<string>).includes(kind)) return undefined // sent to a coordinator below
       return `unknown kind '${kind}'`
   }
 }
@@ -361,9 +362,9 @@ describe("docs/protocol.md examples are real messages", () => {
 
   it("a coordinator accepts every coordinator request of the page (its decoder; what it then answers does not matter)", async () => {
     const requests = all.filter((example) =>
-      example.value.v === 1 && (Coordinator.operations as ReadonlyArray<unknown>).includes(example.value.kind)
+      example.value.v === 1 && (CoordinatorProtocol.kinds as ReadonlyArray<unknown>).includes(example.value.kind)
     )
-    expect(new Set(requests.map((example) => example.value.kind))).toEqual(new Set(Coordinator.operations))
+    expect(new Set(requests.map((example) => example.value.kind))).toEqual(new Set(CoordinatorProtocol.kinds))
     const namespace = Ids.namespace("demo")
     const prefix = Subject.prefix(namespace)
     const answers = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {

@@ -19,7 +19,7 @@
 import { Command, Options } from "@effect/cli"
 import { type HarnessError } from "@jitbox/core"
 import { KvSessionOwnership, NatsTransport } from "@jitbox/nats"
-import { Coordinator, Ids, ServiceDiscovery, type SessionOwnership, Subject, Transport, TransportError, Worker, type WorkerCapacity } from "@jitbox/runtime"
+import { Coordinator, CoordinatorClient, CoordinatorProtocol, Ids, ServiceDiscovery, type SessionOwnership, Subject, Transport, TransportError, Worker, type WorkerCapacity } from "@jitbox/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -75,11 +75,11 @@ export interface Status {
     readonly answering: boolean
     readonly error: string | null
     readonly instances: ReadonlyArray<ServiceInstance>
-    readonly profiles: ReadonlyArray<Coordinator.ProfileView>
+    readonly profiles: ReadonlyArray<CoordinatorProtocol.ProfileView>
   }
   readonly workers: ReadonlyArray<WorkerStatus>
   readonly sessions: { readonly hosts: ReadonlyArray<SessionHost>; readonly truncated: boolean }
-  readonly leases: { readonly sessions: ReadonlyArray<Coordinator.SessionBudget>; readonly truncated: boolean }
+  readonly leases: { readonly sessions: ReadonlyArray<CoordinatorProtocol.SessionBudget>; readonly truncated: boolean }
 }
 
 /** @since 0.1.0 @category options */
@@ -90,8 +90,8 @@ export const timeout = OperatorOptions.duration(
 
 /** @since 0.1.0 @category options */
 export const limit = Options.integer("limit").pipe(
-  Options.withDescription(`The most sessions listed (1 to ${Coordinator.leasesLimits.max}; default ${Coordinator.leasesLimits.default})`),
-  Options.withDefault(Coordinator.leasesLimits.default)
+  Options.withDescription(`The most sessions listed (1 to ${CoordinatorProtocol.leasesLimits.max}; default ${CoordinatorProtocol.leasesLimits.default})`),
+  Options.withDefault(CoordinatorProtocol.leasesLimits.default)
 )
 
 type Connection = Effect.Effect.Success<ReturnType<typeof NatsTransport.connection>>
@@ -168,8 +168,8 @@ export const gatherStatus = (
     const { namespace } = yield* Connection.prefixOf(config)
     const nc = yield* NatsTransport.connection(Connection.natsOptions(config, `jitbox-status-${namespace}`))
     const transport = Transport.fromDriver(NatsTransport.driver(nc))
-    const client = yield* Coordinator.client({ namespace, timeoutMs: config.timeout }).pipe(Effect.provideService(Transport.Transport, transport))
-    const limit = Math.max(1, Math.min(Coordinator.leasesLimits.max, config.limit))
+    const client = yield* CoordinatorClient.make({ namespace, timeoutMs: config.timeout }).pipe(Effect.provideService(Transport.Transport, transport))
+    const limit = Math.max(1, Math.min(CoordinatorProtocol.leasesLimits.max, config.limit))
     const [leases, capacities, coordinators, workers, claims] = yield* Effect.all([
       Effect.either(client.leases(limit)),
       Effect.either(client.workers()),
@@ -205,7 +205,7 @@ export const gatherStatus = (
     return status
   }))
 
-const languagesOf = (profile: Coordinator.ProfileView) => profile.policy.allowedLanguages.join(",")
+const languagesOf = (profile: CoordinatorProtocol.ProfileView) => profile.policy.allowedLanguages.join(",")
 
 /**
  * The status as the table `jitbox status` prints, line by line.

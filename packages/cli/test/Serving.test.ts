@@ -7,7 +7,7 @@
  * past its grace period fails `Closed`), every process prints `stopped …`, exits 0 and leaves no
  * process behind; SIGINT does the same for the session host.
  */
-import { Coordinator, Ids, Ledger, RemoteSession, Subject, Transport } from "@jitbox/runtime"
+import { Coordinator, CoordinatorClient, CoordinatorProtocol, Ids, Ledger, RemoteSession, Subject, Transport } from "@jitbox/runtime"
 import { KvLedger, NatsTransport } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
 import * as Effect from "effect/Effect"
@@ -116,7 +116,7 @@ describe("jitbox coordinator, worker and sessions as processes", () => {
   }, 120_000)
 
   it("the coordinator admits under the profile of its file and keeps the grant in the namespace's KV bucket", async () => {
-    const client = await run(Coordinator.client({ namespace: Ids.namespace(namespace) }))
+    const client = await run(CoordinatorClient.make({ namespace: Ids.namespace(namespace) }))
     const ceiling = await Effect.runPromise(client.policy("standard"))
     expect([ceiling.allowedLanguages, ceiling.maximumInvocations]).toEqual([["JavaScript", "Python"], 100])
     const admitted = await Effect.runPromise(
@@ -133,7 +133,7 @@ describe("jitbox coordinator, worker and sessions as processes", () => {
     )
     expect(stored?.value).toMatchObject({ sessionId: "s9", profile: "standard", consent: true })
     // s9 gives its slots back: the profile's other sessions need them
-    await Effect.runPromise(client.release(Ids.sessionId("s9"), admitted.lease.id, { invocations: 0, tools: 0, repairs: 0 }))
+    await Effect.runPromise(client.release({ sessionId: Ids.sessionId("s9"), leaseId: admitted.lease.id, spent: { invocations: 0, tools: 0, repairs: 0 } }))
   }, 60_000)
 
   it("SIGTERM: the worker drains (the call past its grace fails Closed), each process exits 0 and leaves no process behind", async () => {

@@ -21,11 +21,12 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
-import * as Coordinator from "./Coordinator.js"
+import * as CoordinatorClient from "./CoordinatorClient.js"
+import type * as CoordinatorProtocol from "./CoordinatorProtocol.js"
 import type * as Transport from "./Transport.js"
 
 /** @since 0.1.0 @category models */
-export type LeasedAdmissionOptions = Coordinator.AdmitRequest & Coordinator.Address & LeaseTimings
+export type LeasedAdmissionOptions = CoordinatorProtocol.AdmitRequest & CoordinatorClient.Address & LeaseTimings
 
 /** @since 0.1.0 @category models */
 export interface LeaseTimings {
@@ -37,12 +38,12 @@ export interface LeaseTimings {
 
 /** @since 0.1.0 @category models */
 export interface LeasedAdmission extends Admission.AdmissionShape {
-  readonly capability: Coordinator.CapabilityDescriptor
+  readonly capability: CoordinatorProtocol.CapabilityDescriptor
   readonly deploymentConsent: boolean
   /** The worker pool of the session's profile (`location`), when it names one. */
   readonly location: string | undefined
   /** The lease as last granted. */
-  readonly lease: () => Coordinator.Lease
+  readonly lease: () => CoordinatorProtocol.Lease
   /** Whether the lease ran out (or the coordinator no longer knows it): nothing more is spent. */
   readonly expired: () => boolean
   /** Renewals the coordinator granted. */
@@ -57,9 +58,9 @@ export interface LeasedAdmission extends Admission.AdmissionShape {
  */
 export const make = (
   options: LeasedAdmissionOptions
-): Effect.Effect<LeasedAdmission, Coordinator.CoordinatorError, Transport.Transport | Scope.Scope> =>
+): Effect.Effect<LeasedAdmission, CoordinatorProtocol.CoordinatorError, Transport.Transport | Scope.Scope> =>
   Effect.gen(function*() {
-    const client = yield* Coordinator.client(options)
+    const client = yield* CoordinatorClient.make(options)
     const clock = yield* Effect.clock
     const retryMs = options.retryMs ?? 1_000
     const admitted = yield* client.admit(options)
@@ -113,7 +114,7 @@ export const make = (
       const held = lease.slots
       const wanted = wantsSlots() ? most : wantsShrink() ? slots.running() : held
       if (wanted < held) shrinkingTo = wanted
-      const result = yield* Effect.either(client.renew(sessionId, lease.id, more, wanted)).pipe(
+      const result = yield* Effect.either(client.renew({ sessionId, leaseId: lease.id, more, slots: wanted })).pipe(
         Effect.onInterrupt(() => Effect.sync(() => shrinkingTo = Infinity))
       )
       if (result._tag === "Right") lease = result.right
@@ -154,7 +155,7 @@ export const make = (
       Effect.gen(function*() {
         slots.clear()
         if (revoked) return
-        const released = yield* Effect.either(client.release(sessionId, lease.id, spent))
+        const released = yield* Effect.either(client.release({ sessionId, leaseId: lease.id, spent }))
         if (released._tag === "Left") {
           yield* Effect.logWarning(
             `jitbox: the release of lease '${lease.id}' of session '${sessionId}' was not confirmed (${released.left.message}); the coordinator counts the lease as spent when it expires`
@@ -227,5 +228,5 @@ export const make = (
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: LeasedAdmissionOptions): Layer.Layer<Admission.Admission, Coordinator.CoordinatorError, Transport.Transport> =>
+export const layer = (options: LeasedAdmissionOptions): Layer.Layer<Admission.Admission, CoordinatorProtocol.CoordinatorError, Transport.Transport> =>
   Layer.scoped(Admission.Admission, make(options))

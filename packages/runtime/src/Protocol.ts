@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -45,6 +45,8 @@ export interface Operation<
   readonly args: (...args: Args) => Schema.Struct.Type<Fields>
   /** The success is a tool's value: JSON bounded by JT-LIM-02 rather than encoded by a schema. */
   readonly value?: true | undefined
+  /** The errors it answers with (default: the session's `WireError` union). */
+  readonly error?: Schema.Schema<any, any, never> | undefined
 }
 
 /** A protocol: operations by kind. @since 0.1.0 @category models */
@@ -69,6 +71,11 @@ export type Facade<T extends Table> = {
   readonly [K in keyof T as T[K]["method"]]: (...args: Parameters<T[K]["args"]>) => Promise<Success<T[K]>>
 }
 
+/** The methods of `T`, as Effects that fail with `E`. @since 0.1.0 @category models */
+export type EffectFacade<T extends Table, E> = {
+  readonly [K in keyof T as T[K]["method"]]: (...args: Parameters<T[K]["args"]>) => Effect.Effect<Success<T[K]>, E>
+}
+
 /** The methods of `T`, as Effects on a client `C`. @since 0.1.0 @category models */
 export type Effects<T extends Table, C, E> = {
   readonly [K in keyof T as T[K]["method"]]: (client: C, ...args: Parameters<T[K]["args"]>) => Effect.Effect<Success<T[K]>, E>
@@ -83,6 +90,19 @@ export type Effects<T extends Table, C, E> = {
 export const table = <const T extends Table>(operations: T): T => operations
 
 const V = Schema.Literal(Envelope.version)
+
+const isObject = (u: unknown): u is object => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * A field that is a JSON object on the wire and `A` in code, where the receiver decodes the
+ * object's fields itself (a management tool's arguments, a request policy) and names the one at
+ * fault in its own error.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const objectOf = <A extends object>(identifier: string): Schema.Schema<A> =>
+  Schema.declare((u: unknown): u is A => isObject(u), { identifier, description: "a JSON object" })
 
 /** The request schema of each kind: `{v, kind, ...payload}`. */
 export type Requests<T extends Table> = {
@@ -184,19 +204,46 @@ const failureName = (kind: string, payload: Record<string, unknown>): string => 
  * @since 0.1.0
  * @category servers
  */
-export const serve = <T extends Table>(t: T, handlers: Handlers<T>): Transport.Handler => {
+export const serve = <T extends Table>(t: T, handlers: Handlers<T>, options?: ServeOptions): Transport.Handler => {
   const members = requests(t) as unknown as Record<string, Schema.Schema<any, any>>
   return (request) => {
     const message = Envelope.decodeKind(members, request.data, request.subject)
     if (message instanceof TransportError) return Envelope.error(message)
     const kind: string = message.kind
+    const expected = options?.kindOf?.(request.subject)
+    if (expected !== undefined && expected !== kind) {
+      return Envelope.error(new TransportError({ reason: "Decode", subject: request.subject, detail: `kind '${kind}' sent to '${expected}'` }))
+    }
     const op = t[kind]!
     const handler = handlers[kind] as (payload: unknown, request: Transport.ServeRequest) => unknown
     const name = failureName(kind, message)
     return attempt(() => handler(message, request)).then(
       (value) => reply(op, value, `the result of '${name}'`, request.subject),
-      (thrown: unknown) => Envelope.error(WireError.fromThrown(name, thrown))
+      (thrown: unknown) => failure(op, name, thrown)
     )
+  }
+}
+
+/** @since 0.1.0 @category models */
+export interface ServeOptions {
+  /** The kind a subject carries, where the subject names the operation (`coordinator.<op>`): another kind on it is a `Decode` error. */
+  readonly kindOf?: ((subject: string) => string | undefined) | undefined
+}
+
+/** A failure as reply text: one of the operation's own errors, else a wire error (a tool's thrown value becomes `ToolFailure`). */
+const failure = (op: Operation, name: string, thrown: unknown): string => {
+  if (op.error !== undefined && Schema.is(op.error)(thrown)) {
+    const encoded = memo(encoders, op.error, Schema.encodeUnknownEither)(thrown)
+    if (Either.isRight(encoded)) return Envelope.encode("error", { error: { ...(encoded.right as object), message: messageOf(thrown) } })
+  }
+  return Envelope.error(WireError.fromThrown(name, thrown))
+}
+
+const messageOf = (error: unknown): string => {
+  try {
+    return error instanceof Error ? error.message : String(error)
+  } catch {
+    return "an error"
   }
 }
 
@@ -210,10 +257,20 @@ export type Send = (kind: string, payload: string) => Promise<Transport.Message>
  * @since 0.1.0
  * @category decoding
  */
-export const valueOf = (message: Transport.Message, subject: string): { readonly value: unknown } | WireError.WireError => {
+export const valueOf = (
+  message: Transport.Message,
+  subject: string,
+  error?: Schema.Schema<any, any, never>
+): { readonly value: unknown } | WireError.WireError => {
   const parsed = Envelope.parse(message.data, subject)
   if (parsed instanceof TransportError) return parsed
-  if (parsed.kind === "error") return WireError.decode(parsed.error, subject)
+  if (parsed.kind === "error") {
+    if (error !== undefined) {
+      const decoded = memo(decoders, error, Schema.decodeUnknownEither)(parsed.error)
+      if (Either.isRight(decoded)) return decoded.right as WireError.WireError
+    }
+    return WireError.decode(parsed.error, subject)
+  }
   if (parsed.kind !== "ok") return new TransportError({ reason: "Decode", subject, detail: `kind: expected "ok" or "error", got ${JSON.stringify(parsed.kind)?.slice(0, 100)}` })
   return { value: parsed.value }
 }
@@ -225,14 +282,16 @@ export const valueOf = (message: Transport.Message, subject: string): { readonly
  * @since 0.1.0
  * @category clients
  */
-export const client = <T extends Table>(t: T, subject: string, send: Send): Invoke<T> =>
+export const client = <T extends Table>(t: T, subjectOf: (kind: string) => string, send: Send): Invoke<T> =>
   ((kind: string, payload: unknown) => {
+    const subject = subjectOf(kind)
     const fields = encodeRequest(t, kind, payload, subject)
     if (fields instanceof TransportError) return Promise.reject(fields)
+    const op = t[kind]!
     return send(kind, JSON.stringify(fields)).then((message) => {
-      const answer = valueOf(message, subject)
+      const answer = valueOf(message, subject, op.error)
       if (!("value" in answer)) throw answer
-      return decodeSuccess(t[kind]!, answer.value, subject)
+      return decodeSuccess(op, answer.value, subject)
     })
   }) as Invoke<T>
 
@@ -257,6 +316,24 @@ export const facade = <T extends Table>(t: T, invoke: Invoke<T>): Facade<T> =>
   Object.fromEntries(
     Object.entries(t).map(([kind, op]) => [op.method, (...args: ReadonlyArray<unknown>) => invoke(kind, op.args(...args) as Payload<T[string]>)])
   ) as Facade<T>
+
+/**
+ * The methods of `t` over `invoke`, as Effects: a rejection `isFailure` accepts is the Effect's
+ * failure, anything else a defect.
+ *
+ * @since 0.1.0
+ * @category clients
+ */
+export const effectFacade = <T extends Table, E>(t: T, invoke: Invoke<T>, isFailure: (u: unknown) => u is E): EffectFacade<T, E> =>
+  Object.fromEntries(
+    Object.entries(t).map(([kind, op]) => [
+      op.method,
+      (...args: ReadonlyArray<unknown>) =>
+        Effect.tryPromise({ try: () => invoke(kind, op.args(...args) as Payload<T[string]>), catch: (error) => error }).pipe(
+          Effect.catchAll((error) => isFailure(error) ? Effect.fail(error) : Effect.die(error))
+        )
+    ])
+  ) as EffectFacade<T, E>
 
 /**
  * The methods of `t` as Effects on a client: `unloadTool(session, name)`. `lift` turns a Promise

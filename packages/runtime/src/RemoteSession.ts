@@ -89,7 +89,7 @@ export class RemoteSession implements SessionApi {
     this.timeoutMs = options.timeoutMs ?? defaults.timeoutMs
     this.activateMessage = Envelope.encode("activate", { session_id: this.sessionId })
     this.traceHeaders = options.traceHeaders
-    const invoke = Protocol.client(SessionProtocol.manage, this.manage, (_kind, payload) => this.send(this.manage, payload, this.timeoutMs, undefined))
+    const invoke = Protocol.client(SessionProtocol.manage, () => this.manage, (_kind, payload) => this.send(this.manage, payload, this.timeoutMs, undefined))
     const { forget: _forget, ...operations } = Protocol.facade(SessionProtocol.manage, invoke)
     Object.assign(this, operations)
   }

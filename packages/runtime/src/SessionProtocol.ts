@@ -42,12 +42,6 @@ export interface PageOptions {
   readonly limit?: number | undefined
 }
 
-const isObject = (u: unknown): u is object => typeof u === "object" && u !== null && !Array.isArray(u)
-
-/** A management tool's arguments: an object on the wire; the harness decodes its fields (and names the one at fault). */
-const ToolRequestOf = <A>(identifier: string) =>
-  Schema.declare((u: unknown): u is A => isObject(u), { identifier, description: "a JSON object" })
-
 /**
  * `session.<sid>.call`: a tool call by name (`call_id` becomes the record's call id and lets a
  * `cancel` name the call), and the cancel of a running call (unknown ids are ignored). Both ends
@@ -82,13 +76,13 @@ export const call = Protocol.table({
  */
 export const manage = Protocol.table({
   create_tool: {
-    payload: { request: ToolRequestOf<CreateToolRequest>("CreateToolRequest") },
+    payload: { request: Protocol.objectOf<CreateToolRequest>("CreateToolRequest") },
     success: ToolAck,
     method: "createTool",
     args: (request: CreateToolRequest) => ({ request })
   },
   update_tool: {
-    payload: { request: ToolRequestOf<UpdateToolRequest>("UpdateToolRequest") },
+    payload: { request: Protocol.objectOf<UpdateToolRequest>("UpdateToolRequest") },
     success: ToolAck,
     method: "updateTool",
     args: (request: UpdateToolRequest) => ({ request })

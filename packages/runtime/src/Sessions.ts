@@ -47,7 +47,7 @@ import * as os from "node:os"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
-import type * as Coordinator from "./Coordinator.js"
+import type * as CoordinatorProtocol from "./CoordinatorProtocol.js"
 import * as LeasedAdmission from "./LeasedAdmission.js"
 import * as SessionLeases from "./SessionLeases.js"
 import * as SessionOwnership from "./SessionOwnership.js"
@@ -249,7 +249,7 @@ const requiresRootCoordinator = (options: SessionsOptions): JitPolicy.JitPolicy 
 }
 
 /** A coordinator's refusal as the error an activation fails with. */
-const notAdmitted = (sessionId: Ids.SessionId) => (error: Coordinator.CoordinatorError): SessionActor.ActivationError =>
+const notAdmitted = (sessionId: Ids.SessionId) => (error: CoordinatorProtocol.CoordinatorError): SessionActor.ActivationError =>
   error._tag === "AdmissionError" || error._tag === "LedgerError"
     ? new HarnessError.PolicyViolation({ name: sessionId, reason: "NotAdmitted", detail: `the coordinator did not admit session '${sessionId}': ${error.message}` })
     : error

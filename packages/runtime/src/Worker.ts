@@ -52,7 +52,8 @@ import { HarnessError, Slots, ThrownValue } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-import * as Coordinator from "./Coordinator.js"
+import * as CoordinatorClient from "./CoordinatorClient.js"
+import type * as CoordinatorProtocol from "./CoordinatorProtocol.js"
 import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
@@ -208,10 +209,10 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
     const requireAdmission = options.requireAdmission ?? true
     const credentials: Readonly<Record<string, string>> = Object.assign(Object.create(null), options.credentials)
     const nodeId = options.nodeId === undefined ? undefined : Ids.workerId(options.nodeId)
-    const coordinator = yield* Coordinator.client({ prefix, timeoutMs: options.verifyTimeoutMs })
+    const coordinator = yield* CoordinatorClient.make({ prefix, timeoutMs: options.verifyTimeoutMs })
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
     /** Leases the coordinator confirmed, by (session, lease): until when this worker trusts them. */
-    const verified = new Map<string, { readonly facts: Coordinator.LeaseFacts; readonly until: number }>()
+    const verified = new Map<string, { readonly facts: CoordinatorProtocol.LeaseFacts; readonly until: number }>()
 
     const refuse = (name: string, detail: string) => new HarnessError.PolicyViolation({ name, reason: "NotAdmitted", detail })
 
@@ -225,7 +226,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       if (found === undefined || found.until <= Date.now()) {
         verified.delete(k)
         const sessionId = Ids.sessionId(request.session_id)
-        const facts = await runPromise(Effect.either(coordinator.verify(sessionId, request.lease_id)))
+        const facts = await runPromise(Effect.either(coordinator.verify({ sessionId, leaseId: request.lease_id })))
         if (facts._tag === "Left") {
           const error = facts.left
           if (error._tag === "AdmissionError") throw refuse(name, `the coordinator does not admit it: ${error.message}`)

@@ -6,6 +6,16 @@ export * as Coordinator from "./Coordinator.js"
 /**
  * @since 0.1.0
  */
+export * as CoordinatorClient from "./CoordinatorClient.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as CoordinatorProtocol from "./CoordinatorProtocol.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Envelope from "./Envelope.js"
 
 /**
@@ -32,6 +42,11 @@ export * as Ledger from "./Ledger.js"
  * @since 0.1.0
  */
 export * as MemoryTransport from "./MemoryTransport.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Protocol from "./Protocol.js"
 
 /**
  * @since 0.1.0

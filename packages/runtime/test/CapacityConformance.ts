@@ -14,6 +14,8 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as Coordinator from "../src/Coordinator.js"
+import * as CoordinatorClient from "../src/CoordinatorClient.js"
+import * as CoordinatorProtocol from "../src/CoordinatorProtocol.js"
 import * as Envelope from "../src/Envelope.js"
 import * as ExecutionProfile from "../src/ExecutionProfile.js"
 import * as Ids from "../src/Ids.js"
@@ -46,7 +48,7 @@ const eventually = <A, E, R>(effect: Effect.Effect<A, E, R>, check: (value: A) =
 const startCoordinator = (namespace: Ids.Namespace, options: Partial<Coordinator.CoordinatorOptions> = {}) =>
   Effect.gen(function*() {
     yield* Coordinator.make({ namespace, profiles, ...options }).pipe(Effect.provideService(Ledger.Ledger, Ledger.makeMemory()))
-    return yield* Coordinator.client({ namespace })
+    return yield* CoordinatorClient.make({ namespace })
   })
 
 /** A reporter in its own scope, started. */

@@ -13,6 +13,8 @@ import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import * as Coordinator from "../src/Coordinator.js"
+import * as CoordinatorClient from "../src/CoordinatorClient.js"
+import * as CoordinatorProtocol from "../src/CoordinatorProtocol.js"
 import * as ExecutionProfile from "../src/ExecutionProfile.js"
 import * as Envelope from "../src/Envelope.js"
 import * as Ids from "../src/Ids.js"
@@ -84,14 +86,14 @@ export const coordinatorConformance = (
       run(Effect.gen(function*() {
         const namespace = freshNamespace()
         yield* startCoordinator(namespace)
-        const client = yield* Coordinator.client({ namespace })
+        const client = yield* CoordinatorClient.make({ namespace })
         const empty = yield* client.leases()
         assert.deepStrictEqual(empty.sessions, [])
         assert.deepStrictEqual(empty.profiles.map((profile) => [profile.name, profile.slotsHeld, profile.location]), [["standard", 0, undefined], ["pinned", 0, "gpu"]])
         const policy = { maximumInvocations: 20, allowedLanguages: ["JavaScript" as const] }
         const live = yield* client.admit({ sessionId: Ids.sessionId("s2"), profile: "standard", policy, deploymentConsent: true })
         const ended = yield* client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", policy, deploymentConsent: true })
-        yield* client.release(Ids.sessionId("s1"), ended.lease.id, { invocations: 7, tools: 3, repairs: 0 })
+        yield* client.release({ sessionId: Ids.sessionId("s1"), leaseId: ended.lease.id, spent: { invocations: 7, tools: 3, repairs: 0 } })
         const view = yield* client.leases()
         assert.isFalse(view.truncated)
         assert.strictEqual(view.profiles[0]!.slotsHeld, 2)
@@ -104,14 +106,14 @@ export const coordinatorConformance = (
         assert.isTrue(limited.truncated)
         assert.strictEqual(limited.sessions.length, 1)
         // nothing was written: the live lease renews as before
-        assert.strictEqual((yield* client.renew(Ids.sessionId("s2"), live.lease.id, false)).id, live.lease.id)
+        assert.strictEqual((yield* client.renew({ sessionId: Ids.sessionId("s2"), leaseId: live.lease.id, more: false })).id, live.lease.id)
       })))
 
     it.effect("admission returns the capability descriptor of JT-OUT with the effective policy", () =>
       run(Effect.gen(function*() {
         const namespace = freshNamespace()
         yield* startCoordinator(namespace)
-        const client = yield* Coordinator.client({ namespace })
+        const client = yield* CoordinatorClient.make({ namespace })
         const admitted = yield* client.admit({
           sessionId: Ids.sessionId("s1"),
           profile: "standard",
@@ -147,15 +149,15 @@ export const coordinatorConformance = (
       run(Effect.gen(function*() {
         const namespace = freshNamespace()
         yield* startCoordinator(namespace)
-        const client = yield* Coordinator.client({ namespace })
+        const client = yield* CoordinatorClient.make({ namespace })
         const wider = yield* Effect.flip(client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", policy: { maximumInvocations: 101 } }))
         assert.instanceOf(wider, HarnessError.ConfigError)
         assert.strictEqual((wider as HarnessError.ConfigError).option, "policy.maximumInvocations")
         const language = yield* Effect.flip(client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", policy: { allowedLanguages: ["Bash"] } }))
         assert.strictEqual((language as HarnessError.ConfigError).option, "policy.allowedLanguages")
         const unknown = yield* Effect.flip(client.admit({ sessionId: Ids.sessionId("s1"), profile: "premium" }))
-        assert.instanceOf(unknown, Coordinator.AdmissionError)
-        assert.strictEqual((unknown as Coordinator.AdmissionError).reason, "ProfileNotFound")
+        assert.instanceOf(unknown, CoordinatorProtocol.AdmissionError)
+        assert.strictEqual((unknown as CoordinatorProtocol.AdmissionError).reason, "ProfileNotFound")
         const ceiling = yield* client.policy("standard")
         assert.strictEqual(ceiling.maximumInvocations, 100)
       })))
@@ -217,10 +219,10 @@ export const coordinatorConformance = (
         assert.isFalse(leased.trySpendInvocation())
         assert.throws(() => leased.checkVersion(code), /expired/)
         yield* startCoordinator(namespace)
-        const client = yield* Coordinator.client({ namespace })
-        const refused = yield* Effect.flip(client.renew(Ids.sessionId("s1"), leaseId, false))
-        assert.instanceOf(refused, Coordinator.AdmissionError)
-        assert.strictEqual((refused as Coordinator.AdmissionError).reason, "LeaseExpired")
+        const client = yield* CoordinatorClient.make({ namespace })
+        const refused = yield* Effect.flip(client.renew({ sessionId: Ids.sessionId("s1"), leaseId: leaseId, more: false }))
+        assert.instanceOf(refused, CoordinatorProtocol.AdmissionError)
+        assert.strictEqual((refused as CoordinatorProtocol.AdmissionError).reason, "LeaseExpired")
       })))
 
     it.effect("an exhausted maximumInvocations stays exhausted across a coordinator restart", () =>
@@ -253,7 +255,7 @@ export const coordinatorConformance = (
         yield* one.close // releases, reporting 4 spent
         yield* first.stop
         yield* startCoordinator(namespace)
-        const client = yield* Coordinator.client({ namespace })
+        const client = yield* CoordinatorClient.make({ namespace })
         const second = yield* client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", policy: { maximumInvocations: 10 }, deploymentConsent: true })
         assert.strictEqual(second.lease.invocations, 6)
         // The process holding the second lease dies without a release: its 6 are spent for good.
@@ -404,7 +406,7 @@ export const coordinatorConformance = (
           assert.strictEqual(parsed.error.reason, "Decode")
         }
         assert.strictEqual(coordinator.requests(), 3)
-        const client = yield* Coordinator.client({ namespace })
+        const client = yield* CoordinatorClient.make({ namespace })
         const admitted = yield* client.admit({ sessionId: Ids.sessionId("a"), profile: "standard", deploymentConsent: true })
         assert.strictEqual(admitted.lease.invocations, 16)
       })))

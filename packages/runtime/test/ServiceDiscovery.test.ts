@@ -13,6 +13,8 @@ import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as fs from "node:fs"
 import * as Coordinator from "../src/Coordinator.js"
+import * as CoordinatorClient from "../src/CoordinatorClient.js"
+import * as CoordinatorProtocol from "../src/CoordinatorProtocol.js"
 import * as Envelope from "../src/Envelope.js"
 import * as ExecutionProfile from "../src/ExecutionProfile.js"
 import * as Ids from "../src/Ids.js"
@@ -223,7 +225,7 @@ describe("ServiceDiscovery", () => {
       assert.strictEqual(coordinatorInfo.id, coordinator.id)
       assert.deepStrictEqual(coordinatorInfo.metadata, { namespace: "disco1" })
       assert.deepStrictEqual(coordinatorInfo.endpoints, [{ name: "coordinator", subject: "jitbox.disco1.coordinator.*", queue_group: "coordinator", metadata: {} }])
-      const client = yield* Coordinator.client({ namespace })
+      const client = yield* CoordinatorClient.make({ namespace })
       yield* client.policy("standard")
       yield* Effect.flip(client.policy("premium"))
       const coordinatorStats = decode(ServiceDiscovery.StatsResponse)(yield* ask(Subject.serviceDiscovery("STATS", coordinatorName, Ids.token(coordinator.id))))

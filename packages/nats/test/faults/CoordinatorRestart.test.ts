@@ -14,7 +14,7 @@
  */
 import { Harness, tool } from "@jitbox/core"
 import { assert, describe, it } from "@effect/vitest"
-import { Coordinator, Ids, LeasedAdmission, RemoteCodeRunner, Subject, Transport, Worker } from "@jitbox/runtime"
+import { Coordinator, CoordinatorClient, CoordinatorProtocol, Ids, LeasedAdmission, RemoteCodeRunner, Subject, Transport, Worker } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
 import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
@@ -129,8 +129,8 @@ describe("fault: the coordinator restarted", () => {
       yield* coordinatorProcess(server!.url, namespace, profiles)
 
       // The lease the dead coordinator granted renews under the new one.
-      const client = yield* Coordinator.client({ namespace }).pipe(withTransport)
-      const renewed = yield* client.renew(Ids.sessionId("b"), bLease.id, false)
+      const client = yield* CoordinatorClient.make({ namespace }).pipe(withTransport)
+      const renewed = yield* client.renew({ sessionId: Ids.sessionId("b"), leaseId: bLease.id, more: false })
       assert.strictEqual(renewed.id, bLease.id)
       assert.isAbove(renewed.expiresAt, bLease.expiresAt)
       assert.strictEqual(renewed.slots, 2)
