@@ -40,7 +40,8 @@ export const CoordinatorError = Schema.Union(AdmissionError, HarnessError.Config
 /** @since 0.1.0 @category models */
 export type CoordinatorError = typeof CoordinatorError.Type
 
-const Counts = Schema.Struct({ invocations: Schema.Number, tools: Schema.Number, repairs: Schema.Number })
+/** Invocations, tools and repairs. @since 0.1.0 @category schemas */
+export const Counts = Schema.Struct({ invocations: Schema.Number, tools: Schema.Number, repairs: Schema.Number })
 
 /** @since 0.1.0 @category models */
 export type Counts = typeof Counts.Type

@@ -7,6 +7,7 @@
  */
 import { HarnessError, JitHarness } from "@jitbox/core"
 import { assert, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -19,7 +20,7 @@ import * as ExecutionProfile from "../src/ExecutionProfile.js"
 import * as Envelope from "../src/Envelope.js"
 import * as Ids from "../src/Ids.js"
 import * as LeasedAdmission from "../src/LeasedAdmission.js"
-import type { Ledger } from "../src/Ledger.js"
+import { Ledger as LedgerTag, type Ledger } from "../src/Ledger.js"
 import * as Subject from "../src/Subject.js"
 import * as Transport from "../src/Transport.js"
 
@@ -81,6 +82,24 @@ export const coordinatorConformance = (
 
     const run = <A, E>(effect: Effect.Effect<A, E, Transport.Transport | Scope.Scope>) =>
       effect.pipe(Effect.scoped, Effect.provide(transport() as Layer.Layer<Transport.Transport>))
+
+    it.effect("a ledger record that does not decode (garbage, another format) is replaced by the next grant, never a permanent block", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const records = Context.get(yield* Layer.build(ledger(namespace)), LedgerTag)
+        yield* records.put("session.s1", "garbage", 0)
+        yield* records.put("profile.standard", { holders: "nope" }, 0)
+        yield* startCoordinator(namespace)
+        const client = yield* CoordinatorClient.make({ namespace })
+        const admitted = yield* client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", deploymentConsent: true })
+        assert.strictEqual(admitted.lease.slots, 2)
+        assert.strictEqual(admitted.lease.sessionId, "s1")
+        const renewed = yield* client.renew({ sessionId: Ids.sessionId("s1"), leaseId: admitted.lease.id, more: true })
+        assert.strictEqual(renewed.id, admitted.lease.id)
+        const view = yield* client.leases()
+        assert.deepStrictEqual(view.sessions.map((session) => session.sessionId), ["s1"])
+        assert.strictEqual(view.profiles.find((profile) => profile.name === "standard")?.slotsHeld, 2)
+      })))
 
     it.effect("leases: each profile with the slots held, each session with its live lease, what it spent and what is left; read only", () =>
       run(Effect.gen(function*() {

@@ -1,0 +1,214 @@
+/**
+ * What the coordinator does for each operation of its protocol, over its typed ledger
+ * (`leaseLedger`): admit a session and grant its first lease, renew, release, verify a lease for
+ * a worker, and report every lease for operators. Every grant is written (compare-and-set) before
+ * it is answered; time is the context's `Clock`.
+ */
+import { HarnessError, type JitPolicy } from "@jitbox/core"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import {
+  AdmissionError,
+  type AdmitRequest,
+  type Admitted,
+  type CapabilityDescriptor,
+  type Lease,
+  type LeaseFacts,
+  type Leases,
+  leasesLimits,
+  type ProfileView,
+  type ReleaseRequest,
+  type RenewRequest,
+  type SessionBudget,
+  type VerifyRequest
+} from "../CoordinatorProtocol.js"
+import * as ExecutionProfile from "../ExecutionProfile.js"
+import * as Ids from "../Ids.js"
+import { closed, type LeaseLedger, none, type SessionRecord } from "./leaseLedger.js"
+
+/** What the operations need. */
+export interface Grants {
+  readonly namespace: Ids.Namespace
+  readonly profiles: ReadonlyMap<string, ExecutionProfile.ExecutionProfile>
+  /** Invocations one grant adds to a lease. */
+  readonly perGrant: number
+  readonly ledger: LeaseLedger
+}
+
+const newLeaseId = Ids.generator<Ids.LeaseId>("lease")
+
+const profileOf = (grants: Grants, name: string) => {
+  const profile = grants.profiles.get(name)
+  return profile === undefined
+    ? Effect.fail(new AdmissionError({ reason: "ProfileNotFound", detail: `no execution profile '${name}'; known: ${[...grants.profiles.keys()].join(", ")}` }))
+    : Effect.succeed(profile)
+}
+
+const capabilityOf = (grants: Grants, request: AdmitRequest, profile: ExecutionProfile.ExecutionProfile, policy: JitPolicy.JitPolicy, consent: boolean): CapabilityDescriptor => ({
+  kind: "jitbox-jit-capability",
+  jitToolId: `jit_${grants.namespace}_${request.sessionId}`,
+  toolSpecification: {
+    restrictions: policy,
+    deploymentConsent: consent,
+    ...(request.instructions === undefined ? {} : { instructions: request.instructions })
+  },
+  contractVersion: request.contractVersion ?? "1",
+  task: request.task ?? null,
+  ...(profile.sandboxNodeId === undefined
+    ? { executionProfile: profile.name, resourceGroupName: `jitbox-${grants.namespace}-${request.sessionId}` }
+    : { backend: "worker", sandboxNodeId: profile.sandboxNodeId })
+})
+
+/**
+ * Admits a session: the effective policy is the profile's ceiling narrowed by the request. A
+ * session admitted again (another process, a restart) keeps what it spent; its old lease ends
+ * whole.
+ */
+export const admit = (grants: Grants, request: AdmitRequest) =>
+  Effect.gen(function*() {
+    const profile = yield* profileOf(grants, request.profile)
+    const policy = yield* Effect.try({
+      try: () => ExecutionProfile.effectivePolicy(profile, request.policy),
+      catch: (error) => error as HarnessError.ConfigError
+    })
+    const consent = request.deploymentConsent ?? false
+    const now = yield* Clock.currentTimeMillis
+    const found = yield* grants.ledger.session(request.sessionId)
+    const previous = found.record === undefined ? undefined : closed(found.record)
+    if (found.record?.lease != null) yield* grants.ledger.freeSlots(found.record.profile, found.record.lease.id)
+    const used = previous?.used ?? none
+    const granted: Lease = {
+      id: newLeaseId(),
+      sessionId: request.sessionId,
+      expiresAt: now + policy.leaseLifetimeSeconds * 1000,
+      lifetimeSeconds: policy.leaseLifetimeSeconds,
+      invocations: consent ? Math.max(0, Math.min(grants.perGrant, policy.maximumInvocations - used.invocations)) : 0,
+      tools: consent ? Math.max(0, policy.maximumTools - used.tools) : 0,
+      repairs: consent ? Math.max(0, policy.maximumRepairs - used.repairs) : 0,
+      slots: 0,
+      runtimeEnvironments: consent ? policy.maximumRuntimeEnvironments : 0
+    }
+    const slots = consent ? yield* grants.ledger.takeSlots(profile, granted, policy.maximumConcurrentInvocations, now) : 0
+    const lease: Lease = { ...granted, slots }
+    const record: SessionRecord = { format: 1, sessionId: request.sessionId, profile: profile.name, policy, consent, used, lease }
+    yield* grants.ledger.putSession(record, found.revision)
+    const admitted: Admitted = {
+      capability: capabilityOf(grants, request, profile, policy, consent),
+      lease,
+      policy,
+      deploymentConsent: consent,
+      ...(profile.location === undefined ? {} : { location: profile.location })
+    }
+    return admitted
+  })
+
+/** The session's live lease `leaseId`; an expired one is ended (counted whole) and refused. */
+const liveLease = (grants: Grants, sessionId: string, leaseId: string) =>
+  Effect.gen(function*() {
+    const { record, revision } = yield* grants.ledger.session(sessionId)
+    const lease = record?.lease
+    if (record === undefined || lease == null || lease.id !== leaseId) {
+      return yield* new AdmissionError({ reason: "LeaseNotFound", detail: `session '${sessionId}' holds no lease '${leaseId}'` })
+    }
+    if (lease.expiresAt <= (yield* Clock.currentTimeMillis)) {
+      yield* grants.ledger.freeSlots(record.profile, lease.id)
+      yield* grants.ledger.putSession(closed(record), revision)
+      return yield* new AdmissionError({ reason: "LeaseExpired", detail: `the lease '${leaseId}' of session '${sessionId}' expired; admit the session again` })
+    }
+    return { record, revision, lease }
+  })
+
+/** Extends a live lease, grants more invocations when asked, and sets the slots it holds. */
+export const renew = (grants: Grants, request: RenewRequest) =>
+  Effect.gen(function*() {
+    const { lease, record, revision } = yield* liveLease(grants, request.sessionId, request.leaseId)
+    const profile = yield* profileOf(grants, record.profile)
+    const now = yield* Clock.currentTimeMillis
+    const extended: Lease = { ...lease, expiresAt: now + record.policy.leaseLifetimeSeconds * 1000 }
+    const most = record.policy.maximumConcurrentInvocations
+    const wanted = request.slots === undefined || !Number.isSafeInteger(request.slots) ? most : Math.max(0, Math.min(most, request.slots))
+    const slots = record.consent ? yield* grants.ledger.takeSlots(profile, extended, wanted, now) : 0
+    const left = record.policy.maximumInvocations - record.used.invocations
+    const invocations = request.more && record.consent ? Math.min(left, lease.invocations + grants.perGrant) : lease.invocations
+    const renewed: Lease = { ...extended, slots, invocations }
+    yield* grants.ledger.putSession({ ...record, lease: renewed }, revision)
+    return renewed
+  })
+
+/** Ends a lease; what the session reports unspent returns to its budget. */
+export const release = (grants: Grants, request: ReleaseRequest) =>
+  Effect.gen(function*() {
+    const { record, revision } = yield* liveLease(grants, request.sessionId, request.leaseId)
+    yield* grants.ledger.freeSlots(record.profile, request.leaseId)
+    yield* grants.ledger.putSession(closed(record, request.spent), revision)
+    return null
+  })
+
+/** A profile's ceiling. */
+export const policy = (grants: Grants, request: { readonly profile: string }) =>
+  Effect.map(profileOf(grants, request.profile), (profile) => profile.policy)
+
+/** What the coordinator's records say of a live lease: a worker trusts these, never the invocation. */
+export const verify = (grants: Grants, request: VerifyRequest) =>
+  Effect.gen(function*() {
+    const { lease, record } = yield* liveLease(grants, request.sessionId, request.leaseId)
+    const profile = yield* profileOf(grants, record.profile)
+    const facts: LeaseFacts = {
+      sessionId: record.sessionId,
+      leaseId: lease.id,
+      expiresAt: lease.expiresAt,
+      lifetimeSeconds: record.policy.leaseLifetimeSeconds,
+      profile: profile.name,
+      deploymentConsent: record.consent,
+      ...(profile.location === undefined ? {} : { location: profile.location }),
+      ...(profile.sandboxNodeId === undefined ? {} : { sandboxNodeId: profile.sandboxNodeId }),
+      ...(profile.credentialName === undefined ? {} : { credentialName: profile.credentialName })
+    }
+    return facts
+  })
+
+const budgetOf = (record: SessionRecord, now: number): SessionBudget => {
+  // read only: an expired lease counts whole here as it will when it is next touched
+  const live = record.lease !== null && record.lease.expiresAt > now
+  const current = live ? record : closed(record)
+  const maximum = current.policy
+  return {
+    sessionId: current.sessionId,
+    profile: current.profile,
+    deploymentConsent: current.consent,
+    spent: current.used,
+    left: {
+      invocations: Math.max(0, maximum.maximumInvocations - current.used.invocations),
+      tools: Math.max(0, maximum.maximumTools - current.used.tools),
+      repairs: Math.max(0, maximum.maximumRepairs - current.used.repairs)
+    },
+    lease: current.lease
+  }
+}
+
+/** Every profile with the slots its live leases hold, and the sessions' budgets (live leases first). */
+export const leases = (grants: Grants, request: { readonly limit?: number | undefined }) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const profiles: Array<ProfileView> = []
+    for (const profile of grants.profiles.values()) {
+      const holders = yield* grants.ledger.holders(profile.name, now)
+      profiles.push({
+        name: profile.name,
+        ...(profile.location === undefined ? {} : { location: profile.location }),
+        ...(profile.sandboxNodeId === undefined ? {} : { sandboxNodeId: profile.sandboxNodeId }),
+        policy: profile.policy,
+        slotsHeld: holders.reduce((sum, holder) => sum + holder.slots, 0)
+      })
+    }
+    const limit = request.limit ?? leasesLimits.default
+    const ids = yield* grants.ledger.sessionIds(limit + 1)
+    const sessions: Array<SessionBudget> = []
+    for (const sessionId of ids.slice(0, limit)) {
+      const { record } = yield* grants.ledger.session(sessionId)
+      if (record !== undefined) sessions.push(budgetOf(record, now))
+    }
+    sessions.sort((a, b) => Number(b.lease !== null) - Number(a.lease !== null) || (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0))
+    const answer: Leases = { profiles, sessions, truncated: ids.length > limit }
+    return answer
+  })

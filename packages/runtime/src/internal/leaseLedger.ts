@@ -1,0 +1,129 @@
+/**
+ * The coordinator's records in its `Ledger`, read and written through versioned codecs:
+ *
+ * - `session.<sid>`: the session's profile, effective policy and consent, what its ended leases
+ *   spent, and its live lease, in the very `Lease` shape the wire carries;
+ * - `profile.<name>`: which leases hold the profile's concurrency slots, until when.
+ *
+ * Each record carries `format: 1`. A value that does not decode (another version, or garbage
+ * written into the bucket) reads as no record at its revision, so the next write replaces it: a
+ * bad value costs that session its history, never blocks it for good.
+ */
+import { JitPolicy } from "@jitbox/core"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import * as CoordinatorProtocol from "../CoordinatorProtocol.js"
+import * as ExecutionProfile from "../ExecutionProfile.js"
+import type { LedgerError, LedgerShape } from "../Ledger.js"
+
+type Counts = CoordinatorProtocol.Counts
+type Lease = CoordinatorProtocol.Lease
+
+/** A session's record. */
+export const SessionRecord = Schema.Struct({
+  format: Schema.Literal(1),
+  sessionId: Schema.String,
+  profile: Schema.String,
+  policy: JitPolicy.JitPolicy,
+  consent: Schema.Boolean,
+  /** Spent by leases that ended (a lease that expired counts whole). */
+  used: CoordinatorProtocol.Counts,
+  lease: Schema.NullOr(CoordinatorProtocol.Lease)
+})
+
+export type SessionRecord = typeof SessionRecord.Type
+
+const Holder = Schema.Struct({ sessionId: Schema.String, slots: Schema.Number, expiresAt: Schema.Number })
+
+/** A profile's record: the leases holding its slots, by lease id. */
+export const ProfileRecord = Schema.Struct({
+  format: Schema.Literal(1),
+  holders: Schema.Record({ key: Schema.String, value: Holder })
+})
+
+export type ProfileRecord = typeof ProfileRecord.Type
+
+export const none: Counts = { invocations: 0, tools: 0, repairs: 0 }
+
+const add = (a: Counts, b: Counts): Counts => ({ invocations: a.invocations + b.invocations, tools: a.tools + b.tools, repairs: a.repairs + b.repairs })
+
+/** A lease that ends: everything it granted counts, unless the session reported what it spent. */
+export const closed = (record: SessionRecord, spent?: Counts): SessionRecord => {
+  const lease = record.lease
+  if (lease === null) return record
+  const charged = spent === undefined ? lease : {
+    invocations: Math.min(Math.max(0, spent.invocations), lease.invocations),
+    tools: Math.min(Math.max(0, spent.tools), lease.tools),
+    repairs: Math.min(Math.max(0, spent.repairs), lease.repairs)
+  }
+  return { ...record, used: add(record.used, { invocations: charged.invocations, tools: charged.tools, repairs: charged.repairs }), lease: null }
+}
+
+const sessionKey = (sessionId: string) => `session.${sessionId}`
+const profileKey = (name: string) => `profile.${name}`
+const sessionPrefix = "session."
+
+const decodeSession = Schema.decodeUnknownEither(SessionRecord)
+const decodeProfile = Schema.decodeUnknownEither(ProfileRecord)
+
+/** A record as read: its value (none when absent or undecodable) and the revision a write must name. */
+export interface Read<A> {
+  readonly record: A | undefined
+  readonly revision: number
+}
+
+/** The ledger's records, typed. */
+export interface LeaseLedger {
+  readonly session: (sessionId: string) => Effect.Effect<Read<SessionRecord>, LedgerError>
+  readonly putSession: (record: SessionRecord, revision: number) => Effect.Effect<number, LedgerError>
+  /** The sessions recorded (at most `limit`), by id. */
+  readonly sessionIds: (limit: number) => Effect.Effect<ReadonlyArray<string>, LedgerError>
+  /** The live holders of a profile's slots at `now`. */
+  readonly holders: (profile: string, now: number) => Effect.Effect<ReadonlyArray<ProfileRecord["holders"][string]>, LedgerError>
+  /** Takes up to `wanted` free slots of the profile for `lease` (dropping expired holders and the lease's own old claim). */
+  readonly takeSlots: (profile: ExecutionProfile.ExecutionProfile, lease: Lease, wanted: number, now: number) => Effect.Effect<number, LedgerError>
+  readonly freeSlots: (profile: string, leaseId: string) => Effect.Effect<void, LedgerError>
+}
+
+export const make = (ledger: LedgerShape): LeaseLedger => {
+  const readProfile = (name: string) =>
+    Effect.map(ledger.get(profileKey(name)), (entry): Read<ProfileRecord> => {
+      if (entry === undefined) return { record: undefined, revision: 0 }
+      const decoded = decodeProfile(entry.value)
+      return { record: Either.getOrUndefined(decoded), revision: entry.revision }
+    })
+  return {
+    session: (sessionId) =>
+      Effect.map(ledger.get(sessionKey(sessionId)), (entry) => {
+        if (entry === undefined) return { record: undefined, revision: 0 }
+        const decoded = decodeSession(entry.value)
+        return { record: Either.isRight(decoded) && decoded.right.sessionId === sessionId ? decoded.right : undefined, revision: entry.revision }
+      }),
+    putSession: (record, revision) => ledger.put(sessionKey(record.sessionId), record, revision),
+    sessionIds: (limit) => Effect.map(ledger.keys(sessionPrefix, limit), (keys) => keys.map((key) => key.slice(sessionPrefix.length))),
+    holders: (profile, now) =>
+      Effect.map(readProfile(profile), ({ record }) => Object.values(record?.holders ?? {}).filter((holder) => holder.expiresAt > now)),
+    takeSlots: (profile, lease, wanted, now) =>
+      Effect.gen(function*() {
+        const { record, revision } = yield* readProfile(profile.name)
+        const holders: Record<string, ProfileRecord["holders"][string]> = {}
+        for (const [id, holder] of Object.entries(record?.holders ?? {})) {
+          if (holder.expiresAt > now && id !== lease.id) holders[id] = holder
+        }
+        const held = Object.values(holders).reduce((sum, holder) => sum + holder.slots, 0)
+        const slots = Math.max(0, Math.min(wanted, profile.policy.maximumConcurrentInvocations - held))
+        if (slots > 0) holders[lease.id] = { sessionId: lease.sessionId, slots, expiresAt: lease.expiresAt }
+        yield* ledger.put(profileKey(profile.name), { format: 1, holders } satisfies ProfileRecord, revision)
+        return slots
+      }),
+    freeSlots: (profile, leaseId) =>
+      Effect.gen(function*() {
+        const { record, revision } = yield* readProfile(profile)
+        if (record === undefined || !(leaseId in record.holders)) return
+        const holders = { ...record.holders }
+        delete holders[leaseId]
+        yield* ledger.put(profileKey(profile), { format: 1, holders } satisfies ProfileRecord, revision)
+      })
+  }
+}
