@@ -35,6 +35,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
+import { runPromise } from "./internal/promiseRunner.js"
 import * as Protocol from "./Protocol.js"
 import type { CallOptions, SessionApi } from "./SessionApi.js"
 import * as SessionProtocol from "./SessionProtocol.js"
@@ -177,9 +178,11 @@ export class RemoteSession implements SessionApi {
    */
   async listen(listener: (event: JitToolEvent.JitToolEvent) => void): Promise<() => Promise<void>> {
     const scope = Effect.runSync(Scope.make())
-    const stream = await Effect.runPromise(Scope.extend(events(this), scope))
+    const stream = await runPromise(Scope.extend(events(this), scope)).catch((error: unknown) =>
+      runPromise(Scope.close(scope, Exit.void)).then(() => Promise.reject(error))
+    )
     Effect.runFork(Stream.runForEach(stream, (event) => Effect.sync(() => listener(event))).pipe(Effect.ignore, Effect.forkIn(scope)))
-    return () => Effect.runPromise(Scope.close(scope, Exit.void))
+    return () => runPromise(Scope.close(scope, Exit.void))
   }
 
   /** Releases the session's toolbox where it is hosted; nothing when it is not active anywhere. */

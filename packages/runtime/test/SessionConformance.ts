@@ -236,6 +236,11 @@ export const sessionConformance = (name: string, makeLayer: () => Layer.Layer<Tr
         const flipped = yield* Effect.flip(RemoteSession.callTool(session, "explode"))
         assert.strictEqual(flipped._tag, "ToolFailure")
         assert.strictEqual((yield* Effect.flip(RemoteSession.callTool(session, "nope")))._tag, "ToolNotFound")
+        // The operations derived from the protocol table, as Effects and as Promises.
+        assert.strictEqual((yield* Effect.flip(RemoteSession.unloadTool(session, "nope")))._tag, "ToolNotFound")
+        assert.strictEqual((yield* Effect.flip(RemoteSession.profile(session, undefined, { limit: 0 })))._tag, "InvalidToolRequest")
+        const unloadMissing = yield* rejection(session.unloadTool("nope"))
+        assert.instanceOf(unloadMissing, HarnessError.ToolNotFound)
 
         // The session recorded the failures as in process.
         const errors = yield* Effect.promise(() => session.toolErrors("explode"))

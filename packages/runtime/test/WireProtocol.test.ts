@@ -7,7 +7,17 @@
 import { HarnessError, JitHarnessSnapshot } from "@jitbox/core"
 import { SandboxError } from "@jitbox/sandbox"
 import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as CoordinatorProtocol from "../src/CoordinatorProtocol.js"
 import * as Envelope from "../src/Envelope.js"
+import * as Ids from "../src/Ids.js"
+import * as MemoryTransport from "../src/MemoryTransport.js"
+import * as Protocol from "../src/Protocol.js"
+import * as RemoteSession from "../src/RemoteSession.js"
+import * as Subject from "../src/Subject.js"
 import * as SessionProtocol from "../src/SessionProtocol.js"
 import { OwnershipError } from "../src/SessionOwnership.js"
 import { isTransportError, TransportError } from "../src/TransportError.js"
@@ -138,4 +148,69 @@ describe("the envelope", () => {
     assert.include(decode(`${"[".repeat(200)}${"]".repeat(200)}`), "nests deeper")
     assert.strictEqual(decode(`{"v":1,"kind":"list_tools","extra":true}`), `decoded: {"v":1,"kind":"list_tools"}`)
   })
+})
+
+describe("the protocol tables", () => {
+  it("a coordinator request is encoded from its table: camelCase in code, snake_case on the wire", () => {
+    const admit = Schema.encodeSync(CoordinatorProtocol.AdmitRequest)({
+      sessionId: Ids.sessionId("s1"),
+      profile: "standard",
+      deploymentConsent: true,
+      contractVersion: "2"
+    })
+    assert.deepStrictEqual(admit, { session_id: "s1", profile: "standard", deployment_consent: true, contract_version: "2" })
+    const renew = Protocol.requests(CoordinatorProtocol.operations).renew
+    assert.deepStrictEqual(
+      Schema.decodeUnknownSync(renew)({ v: 1, kind: "renew", session_id: "s1", lease_id: "lease-1", more: false }),
+      { v: 1, kind: "renew", sessionId: Ids.sessionId("s1"), leaseId: "lease-1", more: false }
+    )
+  })
+
+  it("the faces have one method per operation, named by the table", () => {
+    const invoked: Array<string> = []
+    const face = Protocol.facade(SessionProtocol.manage, (kind, payload) => {
+      invoked.push(`${kind} ${JSON.stringify(payload)}`)
+      return Promise.resolve(undefined as never)
+    })
+    assert.deepStrictEqual(Object.keys(face).sort(), Object.values(SessionProtocol.manage).map((op) => op.method).sort())
+    void face.unloadTool("twice")
+    void face.profile("twice", { offset: 2 })
+    assert.deepStrictEqual(invoked, [`unload_tool {"name":"twice"}`, `profile {"name":"twice","offset":2}`])
+  })
+
+  it.effect("a server derived from a table answers an operation sent to another operation's subject with a Decode error and runs nothing", () =>
+    Effect.gen(function*() {
+      let ran = 0
+      const serve = Protocol.serve(CoordinatorProtocol.operations, {
+        admit: () => Promise.reject(new Error("not here")),
+        renew: () => Promise.reject(new Error("not here")),
+        release: () => Promise.reject(new Error("not here")),
+        policy: () => {
+          ran++
+          return Promise.reject(new Error("not here"))
+        },
+        verify: () => Promise.reject(new Error("not here")),
+        workers: () => [],
+        leases: () => Promise.reject(new Error("not here"))
+      }, { kindOf: (subject) => subject.slice(subject.lastIndexOf(".") + 1) })
+      const reply = yield* Effect.promise(async () =>
+        String(await serve({ subject: "jitbox.demo.coordinator.workers", data: encoder.encode(`{"v":1,"kind":"policy","profile":"x"}`), headers: {}, signal: new AbortController().signal }))
+      )
+      assert.include(reply, `"reason":"Decode"`)
+      assert.include(reply, "kind 'policy' sent to 'workers'")
+      assert.strictEqual(ran, 0)
+    }))
+
+  it.effect("a Promise method rejects with the tagged error itself, never a FiberFailure", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const transport = yield* Scope.extend(MemoryTransport.make(), scope)
+      yield* Scope.close(scope, Exit.void)
+      const session = new RemoteSession.RemoteSession(transport, "s1", { prefix: Subject.prefix(Ids.namespace("demo")) })
+      const listened = yield* Effect.promise(() => session.listen(() => undefined).then(() => undefined, (error: unknown) => error))
+      assert.isTrue(isTransportError(listened))
+      assert.instanceOf(listened, TransportError)
+      const listed = yield* Effect.promise(() => session.listTools().then(() => undefined, (error: unknown) => error))
+      assert.instanceOf(listed, TransportError)
+    }))
 })

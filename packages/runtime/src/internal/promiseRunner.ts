@@ -16,3 +16,6 @@ export const promiseRunner = <R>(runtime: Runtime.Runtime<R>) => {
       throw Cause.squash(exit.cause)
     })
 }
+
+/** Runs an Effect with no requirements from Promise code, rejecting with its typed failure itself. */
+export const runPromise: <A, E>(effect: Effect.Effect<A, E, never>) => Promise<A> = promiseRunner(Runtime.defaultRuntime)
