@@ -21,7 +21,7 @@
  * @since 0.1.0
  */
 import { Args, Command, Options } from "@effect/cli"
-import { CodePackage, HarnessError, JitHarness, JitHarnessSnapshot } from "@jitbox/core"
+import { HarnessError, JitHarness, JitHarnessSnapshot } from "@jitbox/core"
 import type { CodeRunner } from "@jitbox/core"
 import { KvSnapshotStore } from "@jitbox/nats"
 import { Ids, SnapshotStore, type TransportError } from "@jitbox/runtime"
@@ -74,31 +74,7 @@ const encoder = new TextEncoder()
 const byteLength = (text: string) => encoder.encode(text).length
 
 /** Every file of a code tool, entry module included, by path. */
-const filesOf = (tool: JitHarnessSnapshot.CodeToolRecord): Record<string, string> => ({
-  ...tool.files,
-  [CodePackage.entryFile(tool.language)]: tool.source
-})
-
-/**
- * The version id the harness gives the tool when it activates it.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const codeVersionId = (tool: JitHarnessSnapshot.CodeToolRecord): string =>
-  CodePackage.versionId({
-    kind: "code",
-    language: tool.language,
-    entrypoint: tool.entrypoint,
-    files: filesOf(tool),
-    description: tool.description,
-    guidelines: tool.guidelines,
-    parameters: tool.parameters
-  })
-
-/** @since 0.1.0 @category constructors */
-export const textVersionId = (tool: JitHarnessSnapshot.TextToolRecord): string =>
-  CodePackage.versionId({ kind: "text", files: { "SKILL.md": tool.markdown }, description: tool.description })
+const { codeVersionId, filesOf, textVersionId } = JitHarnessSnapshot
 
 /**
  * What a snapshot holds.

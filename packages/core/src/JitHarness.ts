@@ -131,16 +131,8 @@ const checkOptionNames = (options: object): void => {
 }
 
 /** The code languages a policy language stands for. */
-const codeLanguages = (policy: JitPolicy.JitPolicy | undefined): ReadonlyArray<CodeLanguage> => {
-  if (policy === undefined) return []
-  const out: Array<CodeLanguage> = []
-  for (const language of policy.allowedLanguages) {
-    if (language === "JavaScript") out.push("javascript", "typescript")
-    else if (language === "Python") out.push("python")
-    else if (language === "Bash") out.push("bash")
-  }
-  return out
-}
+const codeLanguages = (policy: JitPolicy.JitPolicy | undefined): ReadonlyArray<CodeLanguage> =>
+  policy === undefined ? [] : JitPolicy.codeLanguages(policy.allowedLanguages)
 
 const runnerFor = (
   mode: CodeExecution,

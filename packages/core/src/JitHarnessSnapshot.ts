@@ -21,7 +21,8 @@
 import { readFile } from "node:fs/promises"
 import * as Path from "node:path"
 import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
+import type * as ParseResult from "effect/ParseResult"
+import * as ParseIssues from "./ParseIssues.js"
 import * as Schema from "effect/Schema"
 import * as AtomicFile from "./AtomicFile.js"
 import * as CodePackage from "./CodePackage.js"
@@ -178,6 +179,38 @@ export type CodeToolRecord = Schema.Schema.Type<typeof CodeToolRecord>
 /** @since 0.1.0 @category models */
 export type TextToolRecord = Schema.Schema.Type<typeof TextToolRecord>
 
+/**
+ * The package files of a code tool's record: its helper files and its entry module.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
+export const filesOf = (record: CodeToolRecord): Record<string, string> => ({
+  ...record.files,
+  [CodePackage.entryFile(record.language)]: record.source
+})
+
+/**
+ * The version id the harness gives a code tool's record when it activates it.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
+export const codeVersionId = (record: CodeToolRecord): string =>
+  CodePackage.versionId({
+    kind: "code",
+    language: record.language,
+    entrypoint: record.entrypoint,
+    files: filesOf(record),
+    description: record.description,
+    guidelines: record.guidelines,
+    parameters: record.parameters
+  })
+
+/** The version id the harness gives a text tool's record. @since 0.1.0 @category getters */
+export const textVersionId = (record: TextToolRecord): string =>
+  CodePackage.versionId({ kind: "text", files: { "SKILL.md": record.markdown }, description: record.description })
+
 /** A snapshot that cannot be read, parsed or written. @since 0.1.0 @category errors */
 export class SnapshotError extends Schema.TaggedError<SnapshotError>()("SnapshotError", {
   reason: Schema.Literal("Invalid", "NotFound", "Io", "Activation"),
@@ -226,9 +259,7 @@ const invalidAt = (issues: ReadonlyArray<{ readonly path: ReadonlyArray<Property
 
 /** An optional field's union with `undefined` echoes every mistake as "Expected undefined"; drop the echo. */
 const invalid = (error: ParseResult.ParseError, path: string | undefined): SnapshotError => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
-  const informative = issues.filter((issue) => !issue.message.startsWith("Expected undefined, actual "))
-  return invalidAt(informative.length > 0 ? informative : issues, path)
+  return invalidAt(ParseIssues.issues(error), path)
 }
 
 /** Refuses a value nested deeper than any field allows, naming the field it sits in. */

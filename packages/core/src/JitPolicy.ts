@@ -8,7 +8,8 @@
  * @since 0.1.0
  */
 import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
+import type * as ParseResult from "effect/ParseResult"
+import * as ParseIssues from "./ParseIssues.js"
 import * as Schema from "effect/Schema"
 import { ConfigError } from "./HarnessError.js"
 import type { CodeLanguage } from "./ToolOrigin.js"
@@ -93,13 +94,7 @@ const decode = Schema.decodeUnknownEither(JitPolicy, { onExcessProperty: "error"
  * One clause per field: an optional field's union with `undefined` adds "Expected undefined" for
  * every mistake, which says nothing the field's own clause does not.
  */
-const clauses = (error: ParseResult.ParseError): string => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
-  const informative = issues.filter((issue) => !issue.message.startsWith("Expected undefined, actual "))
-  return (informative.length > 0 ? informative : issues)
-    .map((issue) => `${issue.path.join(".") || "(policy)"}: ${issue.message}`)
-    .join("; ")
-}
+const clauses = (error: ParseResult.ParseError): string => ParseIssues.describe(error, { root: "(policy)", all: true, limit: Infinity })
 
 /**
  * A policy with 003's "newly configured" defaults for what is left out; a value out of range is a
@@ -148,6 +143,25 @@ export const intersect = (ceiling: JitPolicy, request: JitPolicy): JitPolicy => 
   }
 }
 
+/**
+ * The jitbox languages each 003 language runs as: JavaScript as JavaScript and TypeScript;
+ * PowerShell and C# have no runner here (D-02). The one place the two vocabularies meet.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const codeLanguagesOf: { readonly [L in PolicyLanguage]: ReadonlyArray<CodeLanguage> } = {
+  JavaScript: ["javascript", "typescript"],
+  Python: ["python"],
+  Bash: ["bash"],
+  PowerShell: [],
+  "C#": []
+}
+
 /** The 003 language a jitbox language runs as (JS and TS both count as JavaScript). @since 0.1.0 @category getters */
 export const policyLanguage = (language: CodeLanguage): PolicyLanguage =>
-  language === "python" ? "Python" : language === "bash" ? "Bash" : "JavaScript"
+  policyLanguages.find((candidate) => codeLanguagesOf[candidate].includes(language)) ?? "JavaScript"
+
+/** The jitbox languages a list of 003 languages runs as. @since 0.1.0 @category getters */
+export const codeLanguages = (languages: ReadonlyArray<PolicyLanguage>): ReadonlyArray<CodeLanguage> =>
+  languages.flatMap((language) => codeLanguagesOf[language])

@@ -225,6 +225,18 @@ export const inspectionToolNames: ReadonlySet<string> = new Set(
 )
 
 /**
+ * The management tools whose success changes the toolbox (and so the tool list): a session host
+ * stores the toolbox before it answers them, an MCP server announces `list_changed` after them.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const changingToolNames: ReadonlySet<ManagementToolName> = new Set(["create_tool", "update_tool", "unload_tool", "load_tool"])
+
+/** Whether a call of the management tool `name` changes the toolbox when it succeeds. @since 0.1.0 @category predicates */
+export const changesToolbox = (name: string): boolean => (changingToolNames as ReadonlySet<string>).has(name)
+
+/**
  * @since 0.1.0
  * @category refinements
  */

@@ -10,9 +10,10 @@
  */
 import { createHash } from "node:crypto"
 import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
+import * as ParseIssues from "./ParseIssues.js"
 import * as Schema from "effect/Schema"
 import { InvalidToolRequest, PackageError } from "./HarnessError.js"
+import * as JitPolicy from "./JitPolicy.js"
 import type { JsonSchema } from "./JsonSchema.js"
 import type { CodeLanguage } from "./ToolOrigin.js"
 import type { CreateToolRequest, ToolAck, UpdateToolRequest } from "./ToolRequest.js"
@@ -100,11 +101,7 @@ export const decode = (version: 1 | 2, input: unknown): Contract => {
   if (Either.isLeft(result)) {
     throw new InvalidToolRequest({
       reason: "FieldNotAllowed",
-      detail: `not a valid v${version} tool contract: ${
-        ParseResult.ArrayFormatter.formatErrorSync(result.left)
-          .map((issue) => `${issue.path.join(".") || "(contract)"}: ${issue.message}`)
-          .join("; ")
-      }`
+      detail: `not a valid v${version} tool contract: ${ParseIssues.describe(result.left, { root: "(contract)", all: true, limit: Infinity })}`
     })
   }
   const contract = result.right
@@ -120,20 +117,11 @@ export const decode = (version: 1 | 2, input: unknown): Contract => {
 
 /** The jitbox language a contract language runs as; PowerShell and C# have no runner here (D-02). @since 0.1.0 @category getters */
 export const languageOf = (contract: Contract): CodeLanguage => {
-  switch (contract.toolCodeLanguage) {
-    case "JavaScript":
-      return "javascript"
-    case "Python":
-      return "python"
-    case "Bash":
-      return "bash"
-    default:
-      throw new PackageError({
-        name: "contract",
-        reason: "NoRunner",
-        detail: `no runner for ${contract.toolCodeLanguage} on this host`
-      })
+  const language = JitPolicy.codeLanguagesOf[contract.toolCodeLanguage][0]
+  if (language === undefined) {
+    throw new PackageError({ name: "contract", reason: "NoRunner", detail: `no runner for ${contract.toolCodeLanguage} on this host` })
   }
+  return language
 }
 
 /** A stable tool name for a contract that came without one. @since 0.1.0 @category constructors */

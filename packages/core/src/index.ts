@@ -38,6 +38,11 @@ export * as JitToolEvent from "./JitToolEvent.js"
 export * as JsonSchema from "./JsonSchema.js"
 export * as ManagementTools from "./ManagementTools.js"
 export * as Paging from "./Paging.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as ParseIssues from "./ParseIssues.js"
 export * as ParameterSchema from "./ParameterSchema.js"
 export * as Profiler from "./Profiler.js"
 export * as ProfileSink from "./ProfileSink.js"

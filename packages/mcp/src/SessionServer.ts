@@ -53,13 +53,10 @@ export const protocol: Exposure.ModelProtocol = "chat_completions"
 /** @since 0.1.0 @category constants */
 export const defaults = { name: "jitbox", version: "0.1.0", heartbeatMs: 1_000 } as const
 
-/** The management tools whose success changes the tool list. @since 0.1.0 @category constants */
-export const changeTools: ReadonlySet<string> = new Set(["create_tool", "update_tool", "unload_tool", "load_tool"])
-
 /** Whether `event` says the tool list may have changed. @since 0.1.0 @category predicates */
 export const changesToolList = (event: JitToolEvent.JitToolEvent): boolean =>
   event.name === "jit_events_dropped" ||
-  (event.name === "jit_tool_completed" && event.payload.success && event.payload.origin === "management" && changeTools.has(event.payload.tool_name))
+  (event.name === "jit_tool_completed" && event.payload.success && event.payload.origin === "management" && ManagementTools.changesToolbox(event.payload.tool_name))
 
 /** An MCP tool for a session tool: its guidelines follow its description. @since 0.1.0 @category constructors */
 export const mcpTool = (tool: SessionTool): Tool => {

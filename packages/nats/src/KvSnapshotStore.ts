@@ -28,7 +28,7 @@
  *
  * @since 0.1.0
  */
-import { JitHarnessSnapshot } from "@jitbox/core"
+import { JitHarnessSnapshot, ParseIssues } from "@jitbox/core"
 import { Ids, SnapshotStore, type TransportError } from "@jitbox/runtime"
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream"
 import { type KV, type KvEntry, Kvm } from "@nats-io/kv"
@@ -144,11 +144,7 @@ const snapshotError = (reason: JitHarnessSnapshot.SnapshotError["reason"], detai
 const io = <A>(where: string, what: string, run: () => Promise<A>): Effect.Effect<A, JitHarnessSnapshot.SnapshotError> =>
   Effect.tryPromise({ try: run, catch: (error) => snapshotError("Io", `${what}: ${detail(error)}`, where) })
 
-const firstIssue = (error: ParseResult.ParseError): string => {
-  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-  const text = issue === undefined ? error.message : `${issue.path.join(".") || "(root)"}: ${issue.message}`
-  return text.length > 300 ? `${text.slice(0, 300)}…` : text
-}
+const firstIssue = (error: ParseResult.ParseError): string => ParseIssues.describe(error, { limit: 300 })
 
 const checkOptions = (options: KvSnapshotStoreOptions): Effect.Effect<{ bucket: string; history: number }, JitHarnessSnapshot.SnapshotError> =>
   Effect.suspend(() => {

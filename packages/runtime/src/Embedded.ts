@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import type { CodeLanguage, HarnessError, JitHarnessOptions, JitHarnessSnapshot, JitPolicy } from "@jitbox/core"
+import { type CodeLanguage, type HarnessError, type JitHarnessOptions, type JitHarnessSnapshot, JitPolicy } from "@jitbox/core"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -94,9 +94,7 @@ export const defaults = { namespace: "embedded", profile: "default", workers: 1 
 const languagesOf = (policy: JitPolicy.JitPolicyInput | undefined): ReadonlyArray<CodeLanguage> | undefined =>
   policy?.allowedLanguages === undefined
     ? undefined
-    : policy.allowedLanguages.flatMap((language): Array<CodeLanguage> =>
-      language === "JavaScript" ? ["javascript", "typescript"] : language === "Python" ? ["python"] : language === "Bash" ? ["bash"] : []
-    )
+    : JitPolicy.codeLanguages(policy.allowedLanguages)
 
 /**
  * Builds the runtime; it serves until the scope closes.

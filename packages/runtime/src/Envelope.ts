@@ -19,6 +19,7 @@
  *
  * @since 0.1.0
  */
+import { ParseIssues } from "@jitbox/core"
 import { Protocol } from "@jitbox/sandbox"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
@@ -43,24 +44,6 @@ const decoder = new TextDecoder("utf-8", { fatal: true })
 
 const decodeError = (subject: string, detail: string) => new TransportError({ reason: "Decode", subject, detail })
 
-/** The UTF-8 length of a string, without allocating. */
-const utf8Length = (text: string): number => {
-  let bytes = 0
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    if (code < 0x80) bytes += 1
-    else if (code < 0x800) bytes += 2
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
-      bytes += 4
-      i++
-    } else bytes += 3
-  }
-  return bytes
-}
-
-/** Whether `json` is over the JT-LIM-02 bound (cheap when it is clearly under). */
-const overValueBytes = (json: string): boolean => json.length > limits.valueBytes / 3 && utf8Length(json) > limits.valueBytes
-
 /**
  * A tool's arguments or result as JSON, bounded by JT-LIM-02 and the depth bound; `what` names it
  * in the error (`"the arguments of 'add'"`). `undefined` is answered as `undefined` (no value).
@@ -69,26 +52,21 @@ const overValueBytes = (json: string): boolean => json.length > limits.valueByte
  * @category encoding
  */
 export const encodeValue = (value: unknown, what: string, subject: string): string | undefined | TransportError => {
-  let json: string | undefined
-  try {
-    json = JSON.stringify(value)
-  } catch (error) {
-    return error instanceof RangeError
-      ? new TransportError({ reason: "PayloadTooLarge", subject, detail: `${what}: nested deeper than ${limits.valueDepth} levels` })
-      : new TransportError({ reason: "InvalidArgument", subject, detail: `${what}: not JSON (${error instanceof Error ? error.message : String(error)})` })
+  const bounded = Protocol.boundedJson(value)
+  if (Either.isRight(bounded)) return bounded.right
+  const problem = bounded.left
+  switch (problem._tag) {
+    case "NotJson":
+      return new TransportError({ reason: "InvalidArgument", subject, detail: `${what}: not JSON (${problem.detail})` })
+    case "TooDeep":
+      return new TransportError({ reason: "PayloadTooLarge", subject, detail: `${what}: nested deeper than ${limits.valueDepth} levels` })
+    case "TooLarge":
+      return new TransportError({
+        reason: "PayloadTooLarge",
+        subject,
+        detail: `${what}: ${problem.bytes} bytes of JSON, over the ${limits.valueBytes} allowed (JT-LIM-02)`
+      })
   }
-  if (json === undefined) return undefined
-  if (Protocol.nestsDeeperThan(json, limits.valueDepth)) {
-    return new TransportError({ reason: "PayloadTooLarge", subject, detail: `${what}: nested deeper than ${limits.valueDepth} levels` })
-  }
-  if (overValueBytes(json)) {
-    return new TransportError({
-      reason: "PayloadTooLarge",
-      subject,
-      detail: `${what}: ${utf8Length(json)} bytes of JSON, over the ${limits.valueBytes} allowed (JT-LIM-02)`
-    })
-  }
-  return json
 }
 
 /**
@@ -99,7 +77,7 @@ export const encodeValue = (value: unknown, what: string, subject: string): stri
  * @category decoding
  */
 export const valueTooLarge = (value: unknown, messageBytes: number): boolean =>
-  messageBytes > limits.valueBytes && value !== undefined && overValueBytes(JSON.stringify(value) ?? "")
+  messageBytes > limits.valueBytes && value !== undefined && Protocol.overPayloadBytes(JSON.stringify(value) ?? "")
 
 /**
  * A message as JSON text, from the fields of its envelope (`v` is added). Use `withValue` when a
@@ -162,14 +140,6 @@ export const parse = (data: Uint8Array, subject: string): Record<string, unknown
   return parsed as Record<string, unknown>
 }
 
-const formatIssue = (error: ParseResult.ParseError): string => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
-  const issue = issues[0]
-  if (issue === undefined) return error.message.slice(0, 500)
-  const path = issue.path.length === 0 ? "the message" : issue.path.map(String).join(".")
-  return `${path}: ${issue.message}`.slice(0, 500)
-}
-
 /**
  * Parses and decodes a message with `schema`; what does not decode is a `Decode` error naming the
  * first field at fault.
@@ -209,19 +179,40 @@ export const decodeKind = <const M extends Record<string, Schema.Schema<any, any
   return decodeParsed(members[kind]!, parsed, subject)
 }
 
-const decoders = new WeakMap<Schema.Schema.Any, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
+type Codec = (u: unknown) => Either.Either<unknown, ParseResult.ParseError>
 
-const decoderOf = <A, I>(schema: Schema.Schema<A, I>): (u: unknown) => Either.Either<A, ParseResult.ParseError> => {
-  let found = decoders.get(schema)
+const decoders = new WeakMap<Schema.Schema.Any, Codec>()
+const encoders = new WeakMap<Schema.Schema.Any, Codec>()
+
+const memo = (cache: WeakMap<Schema.Schema.Any, Codec>, schema: Schema.Schema.Any, make: () => Codec): Codec => {
+  let found = cache.get(schema)
   if (found === undefined) {
-    found = Schema.decodeUnknownEither(schema)
-    decoders.set(schema, found)
+    found = make()
+    cache.set(schema, found)
   }
-  return found as (u: unknown) => Either.Either<A, ParseResult.ParseError>
+  return found
 }
+
+/**
+ * `schema`'s decoder of unknown values, made once per schema.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decoderOf = <A, I>(schema: Schema.Schema<A, I>): (u: unknown) => Either.Either<A, ParseResult.ParseError> =>
+  memo(decoders, schema, () => Schema.decodeUnknownEither(schema)) as (u: unknown) => Either.Either<A, ParseResult.ParseError>
+
+/**
+ * `schema`'s encoder of unknown values, made once per schema.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const encoderOf = <A, I>(schema: Schema.Schema<A, I>): (u: unknown) => Either.Either<I, ParseResult.ParseError> =>
+  memo(encoders, schema, () => Schema.encodeUnknownEither(schema)) as (u: unknown) => Either.Either<I, ParseResult.ParseError>
 
 /** Decodes a parsed message with `schema`. @since 0.1.0 @category decoding */
 export const decodeParsed = <A, I>(schema: Schema.Schema<A, I>, parsed: unknown, subject: string): A | TransportError => {
   const decoded = decoderOf(schema)(parsed)
-  return Either.isRight(decoded) ? decoded.right : decodeError(subject, formatIssue(decoded.left))
+  return Either.isRight(decoded) ? decoded.right : decodeError(subject, ParseIssues.describe(decoded.left, { root: "the message" }))
 }

@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError } from "@jitbox/core"
+import { HarnessError, ParseIssues } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
@@ -105,8 +105,7 @@ export type PoolName = typeof PoolName.Type
 /** A schema of one of the ids above. @since 0.1.0 @category models */
 export type IdSchema<A> = Schema.Schema<A, string>
 
-const firstMessage = (error: ParseResult.ParseError): string =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)[0]?.message ?? ParseResult.TreeFormatter.formatErrorSync(error)
+const firstMessage = (error: ParseResult.ParseError): string => ParseIssues.issues(error)[0]?.message ?? error.message
 
 /**
  * Decodes an id; a bad one fails with `ConfigError` naming `option`.

@@ -15,8 +15,7 @@
  *
  * @since 0.1.0
  */
-import { Admission, HarnessError, Slots } from "@jitbox/core"
-import type { JitPolicy } from "@jitbox/core"
+import { Admission, HarnessError, JitPolicy, Slots } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
@@ -182,7 +181,7 @@ export const make = (
         if (duration === "long" && !policy.allowLongRunning) {
           throw violation(name, "LongRunningNotAllowed", `'${name}' expects long invocations and the policy does not allow long-running tools`)
         }
-        const needed = language === "python" ? "Python" : language === "bash" ? "Bash" : "JavaScript"
+        const needed = JitPolicy.policyLanguage(language)
         if (!policy.allowedLanguages.includes(needed)) {
           throw violation(name, "LanguageNotAllowed", `the policy allows ${policy.allowedLanguages.join(", ")}; '${name}' is ${needed}`)
         }

@@ -16,9 +16,9 @@
  *
  * @since 0.1.0
  */
+import { ParseIssues } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Envelope from "./Envelope.js"
 import { attempt } from "./internal/replies.js"
@@ -35,7 +35,7 @@ import * as WireError from "./WireError.js"
  */
 export interface Operation<
   Fields extends Schema.Struct.Fields = Schema.Struct.Fields,
-  Success extends Schema.Schema.Any = Schema.Schema.Any,
+  Success extends Schema.Schema<any, any, never> = Schema.Schema<any, any, never>,
   Method extends string = string,
   Args extends ReadonlyArray<any> = ReadonlyArray<any>
 > {
@@ -109,7 +109,7 @@ export type Requests<T extends Table> = {
   readonly [K in keyof T]: Schema.Struct<{ v: typeof V; kind: Schema.Literal<[K & string]> } & T[K]["payload"]>
 }
 
-const requestsCache = new WeakMap<Table, Record<string, Schema.Struct<any>>>()
+const requestsCache = new WeakMap<Table, Record<string, Schema.Schema<any, any, never>>>()
 
 /**
  * The request schema of each kind of `t` (`{"v":1,"kind":…, …payload}`).
@@ -121,42 +121,20 @@ export const requests = <T extends Table>(t: T): Requests<T> => {
   let found = requestsCache.get(t)
   if (found === undefined) {
     found = Object.fromEntries(
-      Object.entries(t).map(([kind, op]) => [kind, Schema.Struct({ v: V, kind: Schema.Literal(kind), ...op.payload })])
+      Object.entries(t).map(([kind, op]) => [kind, Schema.Struct({ v: V, kind: Schema.Literal(kind), ...op.payload }) as unknown as Schema.Schema<any, any, never>])
     )
     requestsCache.set(t, found)
   }
-  return found as Requests<T>
-}
-
-const formatIssue = (error: ParseResult.ParseError): string => {
-  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-  if (issue === undefined) return error.message.slice(0, 500)
-  return `${issue.path.length === 0 ? "the value" : issue.path.map(String).join(".")}: ${issue.message}`.slice(0, 500)
-}
-
-const encoders = new WeakMap<Schema.Schema.Any, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
-const decoders = new WeakMap<Schema.Schema.Any, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
-
-const memo = (
-  cache: WeakMap<Schema.Schema.Any, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>,
-  schema: Schema.Schema.Any,
-  make: (schema: Schema.Schema<any, any, never>) => (u: unknown) => Either.Either<unknown, ParseResult.ParseError>
-) => {
-  let found = cache.get(schema)
-  if (found === undefined) {
-    found = make(schema as Schema.Schema<any, any, never>)
-    cache.set(schema, found)
-  }
-  return found
+  return found as unknown as Requests<T>
 }
 
 /** A payload's wire fields, encoded with the operation's request schema (renames applied). */
 const encodeRequest = (t: Table, kind: string, payload: unknown, subject: string): Record<string, unknown> | TransportError => {
-  const schema = requests(t)[kind]!
-  const encoded = memo(encoders, schema, Schema.encodeUnknownEither)({ ...(payload as object), v: Envelope.version, kind })
+  const schema = (requests(t) as unknown as Record<string, Schema.Schema<any, any, never>>)[kind]!
+  const encoded = Envelope.encoderOf(schema)({ ...(payload as object), v: Envelope.version, kind })
   return Either.isRight(encoded)
     ? encoded.right as Record<string, unknown>
-    : new TransportError({ reason: "InvalidArgument", subject, detail: `${kind}: ${formatIssue(encoded.left)}` })
+    : new TransportError({ reason: "InvalidArgument", subject, detail: `${kind}: ${ParseIssues.describe(encoded.left, { root: "the value" })}` })
 }
 
 /**
@@ -171,9 +149,9 @@ export const reply = (op: Operation, value: unknown, what: string, subject: stri
     const json = Envelope.encodeValue(value, what, subject)
     return json instanceof TransportError ? Envelope.error(json) : Envelope.ok(json)
   }
-  const encoded = memo(encoders, op.success, Schema.encodeUnknownEither)(value)
+  const encoded = Envelope.encoderOf(op.success)(value)
   if (Either.isLeft(encoded)) {
-    return Envelope.error(new TransportError({ reason: "Unknown", subject, detail: `${what}: the answer does not encode (${formatIssue(encoded.left)})` }))
+    return Envelope.error(new TransportError({ reason: "Unknown", subject, detail: `${what}: the answer does not encode (${ParseIssues.describe(encoded.left, { root: "the value" })})` }))
   }
   return Envelope.ok(encoded.right === undefined ? undefined : JSON.stringify(encoded.right))
 }
@@ -181,9 +159,9 @@ export const reply = (op: Operation, value: unknown, what: string, subject: stri
 /** Decodes a reply's value with the operation's success schema. */
 const decodeSuccess = (op: Operation, value: unknown, subject: string): unknown => {
   if (op.value === true) return value
-  const decoded = memo(decoders, op.success, Schema.decodeUnknownEither)(value)
+  const decoded = Envelope.decoderOf(op.success)(value)
   if (Either.isRight(decoded)) return decoded.right
-  throw new TransportError({ reason: "Decode", subject, detail: `the reply: ${formatIssue(decoded.left)}` })
+  throw new TransportError({ reason: "Decode", subject, detail: `the reply: ${ParseIssues.describe(decoded.left, { root: "the value" })}` })
 }
 
 /** The name a failure of `payload` is reported under when what was thrown is not a wire error. */
@@ -233,7 +211,7 @@ export interface ServeOptions {
 /** A failure as reply text: one of the operation's own errors, else a wire error (a tool's thrown value becomes `ToolFailure`). */
 const failure = (op: Operation, name: string, thrown: unknown): string => {
   if (op.error !== undefined && Schema.is(op.error)(thrown)) {
-    const encoded = memo(encoders, op.error, Schema.encodeUnknownEither)(thrown)
+    const encoded = Envelope.encoderOf(op.error)(thrown)
     if (Either.isRight(encoded)) return Envelope.encode("error", { error: { ...(encoded.right as object), message: messageOf(thrown) } })
   }
   return Envelope.error(WireError.fromThrown(name, thrown))
@@ -266,7 +244,7 @@ export const valueOf = (
   if (parsed instanceof TransportError) return parsed
   if (parsed.kind === "error") {
     if (error !== undefined) {
-      const decoded = memo(decoders, error, Schema.decodeUnknownEither)(parsed.error)
+      const decoded = Envelope.decoderOf(error)(parsed.error)
       if (Either.isRight(decoded)) return decoded.right as WireError.WireError
     }
     return WireError.decode(parsed.error, subject)

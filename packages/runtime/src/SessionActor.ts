@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { Harness, type JitHarness, type JitHarnessOptions, type JitHarnessSnapshot, type Middleware } from "@jitbox/core"
+import { Harness, type JitHarness, ManagementTools, type JitHarnessOptions, type JitHarnessSnapshot, type Middleware } from "@jitbox/core"
 import type { HarnessError } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -84,8 +84,6 @@ export const defaults = {
   manageConcurrency: 16
 } as const
 
-/** The management tools that change the toolbox: their success is stored before the caller sees it. */
-const changeTools: ReadonlySet<string> = new Set(["create_tool", "update_tool", "unload_tool", "load_tool"])
 
 
 const page = (options: PageOptions | undefined): { offset?: number; limit?: number } => ({
@@ -138,7 +136,7 @@ export const make = (
       } catch (error) {
         pending = Promise.reject(error)
       }
-      if (call.origin === "management" && changeTools.has(call.name)) pending = changed(pending)
+      if (call.origin === "management" && ManagementTools.changesToolbox(call.name)) pending = changed(pending)
       pending.then(activity.end, activity.end)
       return pending
     }

@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError } from "@jitbox/core"
+import { HarnessError, ParseIssues } from "@jitbox/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -123,11 +123,7 @@ const decodeRecord = Schema.decodeUnknownEither(ClaimRecord)
 const encodeRecord = Schema.encodeSync(ClaimRecord)
 const decodeOwner = Schema.decodeUnknownEither(OwnerId)
 
-const firstIssue = (error: ParseResult.ParseError): string => {
-  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-  const text = issue === undefined ? error.message : `${issue.path.join(".") || "(root)"}: ${issue.message}`
-  return text.length > 300 ? `${text.slice(0, 300)}…` : text
-}
+const firstIssue = (error: ParseResult.ParseError): string => ParseIssues.describe(error, { limit: 300 })
 
 const checkTtl = (options: OwnershipOptions): number => {
   const ttlMs = options.ttlMs ?? defaultTtlMs

@@ -267,3 +267,61 @@ export const encodeLine = (message: HostMessage): string => JSON.stringify(messa
 
 /** @since 0.1.0 @category utils */
 export const preview = (text: string, max = 200): string => text.length > max ? `${text.slice(0, max)}…` : text
+
+/**
+ * The UTF-8 length of a string, without allocating.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const utf8Length = (text: string): number => {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x80) bytes += 1
+    else if (code < 0x800) bytes += 2
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      bytes += 4
+      i++
+    } else bytes += 3
+  }
+  return bytes
+}
+
+/** Whether JSON text is over JT-LIM-02's bytes (cheap when it clearly is not). @since 0.1.0 @category encoding */
+export const overPayloadBytes = (json: string): boolean => json.length > MaxPayloadBytes / 3 && utf8Length(json) > MaxPayloadBytes
+
+/**
+ * Why a value cannot cross as a tool's arguments or result: it is not JSON (`detail` says why),
+ * it nests deeper than `MaxNestingDepth`, or its JSON is over `MaxPayloadBytes` (`bytes`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type JsonProblem =
+  | { readonly _tag: "NotJson"; readonly detail: string }
+  | { readonly _tag: "TooDeep" }
+  | { readonly _tag: "TooLarge"; readonly bytes: number }
+
+/**
+ * A value as compact JSON bounded by JT-LIM-02 and the nesting bound, or the problem that refuses
+ * it; `undefined` (no JSON) is answered as `undefined`. Both the sandbox and the runtime bound
+ * values with it, each naming the problem in its own error.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const boundedJson = (value: unknown): Either.Either<string | undefined, JsonProblem> => {
+  let json: string | undefined
+  try {
+    json = JSON.stringify(value)
+  } catch (error) {
+    return Either.left(
+      error instanceof RangeError ? { _tag: "TooDeep" } : { _tag: "NotJson", detail: error instanceof Error ? error.message : String(error) }
+    )
+  }
+  if (json === undefined) return Either.right(undefined)
+  if (nestsDeeperThan(json, MaxNestingDepth)) return Either.left({ _tag: "TooDeep" })
+  if (overPayloadBytes(json)) return Either.left({ _tag: "TooLarge", bytes: utf8Length(json) })
+  return Either.right(json)
+}

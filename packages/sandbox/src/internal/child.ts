@@ -9,6 +9,7 @@
 import type { CodeRunner } from "@jitbox/core"
 import { HarnessError, ThrownValue } from "@jitbox/core"
 import type { ChildProcessWithoutNullStreams } from "node:child_process"
+import * as Either from "effect/Either"
 import * as os from "node:os"
 import * as Protocol from "../Protocol.js"
 import type * as SandboxConfig from "../SandboxConfig.js"
@@ -619,20 +620,17 @@ export const cancelled = (toolName: string, context: { readonly callId: string }
 
 /** A value as compact JSON for a child, or why it cannot be sent: not JSON, nested too deep, too large. */
 export const encodeValue = (value: unknown): string | { readonly reason: SandboxErrorReason; readonly detail: string } => {
-  let json: string | undefined
-  try {
-    json = JSON.stringify(value === undefined ? null : value)
-  } catch (error) {
-    return error instanceof RangeError
-      ? { reason: "InputTooLarge", detail: tooDeep }
-      : { reason: "ProtocolViolation", detail: `not JSON: ${ThrownValue.message(error) ?? printed(error)}` }
+  const bounded = Protocol.boundedJson(value === undefined ? null : value)
+  if (Either.isRight(bounded)) return bounded.right ?? { reason: "ProtocolViolation", detail: "not JSON" }
+  const problem = bounded.left
+  switch (problem._tag) {
+    case "NotJson":
+      return { reason: "ProtocolViolation", detail: `not JSON: ${problem.detail}` }
+    case "TooDeep":
+      return { reason: "InputTooLarge", detail: tooDeep }
+    case "TooLarge":
+      return { reason: "InputTooLarge", detail: `larger than ${Protocol.MaxPayloadBytes} bytes of JSON (JT-LIM-02)` }
   }
-  if (json === undefined) return { reason: "ProtocolViolation", detail: "not JSON" }
-  if (Protocol.nestsDeeperThan(json, Protocol.MaxNestingDepth)) return { reason: "InputTooLarge", detail: tooDeep }
-  if (json.length > Protocol.MaxPayloadBytes / 3 && Buffer.byteLength(json) > Protocol.MaxPayloadBytes) {
-    return { reason: "InputTooLarge", detail: `larger than ${Protocol.MaxPayloadBytes} bytes of JSON (JT-LIM-02)` }
-  }
-  return json
 }
 
 /** The arguments as compact JSON, or why they cannot be sent. */
