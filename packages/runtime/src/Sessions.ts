@@ -62,6 +62,7 @@ import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
 import * as WireError from "./WireError.js"
 import { promiseRunner } from "./internal/promiseRunner.js"
+import * as SessionClaim from "./internal/sessionClaim.js"
 
 /** @since 0.1.0 @category models */
 export interface SessionsOptions {
@@ -310,35 +311,13 @@ export const make = (
         return { actor: exit.value, scope }
       }))
 
-    /** Claims the session for this host until the session's scope closes, and keeps the claim renewed (a no-op without `SessionOwnership`). */
-    const claim = (sessionId: Ids.SessionId): Effect.Effect<void, SessionOwnership.OwnershipError, Scope.Scope> => {
-      if (ownership === undefined) return Effect.void
-      return Effect.gen(function*() {
-        const claimed = yield* ownership.claim(sessionId, ownerId)
-        // added before the actor, so it runs after the actor has closed
-        yield* Effect.addFinalizer(() =>
-          claimed.release.pipe(Effect.catchAll((error) => Effect.logWarning(`jitbox: releasing the claim on session ${sessionId}: ${error.message}`)))
-        )
-        const every = Math.max(10, Math.floor(ownership.ttlMs / 3))
-        const lost = (why: string) =>
-          Effect.zipRight(
-            Effect.logWarning(`jitbox: session ${sessionId} is closed here: ${why}`),
-            Effect.forkIn(release(sessionId, () => true, true), hostScope)
-          )
-        const keep: Effect.Effect<void> = Effect.gen(function*() {
-          for (;;) {
-            yield* Effect.sleep(every)
-            const renewed = yield* Effect.either(claimed.renew)
-            if (renewed._tag === "Right") continue
-            const now = yield* Clock.currentTimeMillis
-            if (renewed.left.reason === "Unavailable" && now < claimed.expiresAt()) continue
-            yield* lost(renewed.left.message)
-            return
-          }
-        })
-        yield* Effect.forkScoped(Effect.interruptible(keep))
-      })
-    }
+    /** Claims the session for this host until the session's scope closes (a no-op without `SessionOwnership`). */
+    const claim = (sessionId: Ids.SessionId): Effect.Effect<void, SessionOwnership.OwnershipError, Scope.Scope> =>
+      ownership === undefined ? Effect.void : SessionClaim.hold(ownership, ownerId, sessionId, (why) =>
+        Effect.zipRight(
+          Effect.logWarning(`jitbox: session ${sessionId} is closed here: ${why}`),
+          Effect.forkIn(release(sessionId, () => true, true), hostScope)
+        ))
 
     /** The session's admission: its coordinator lease, a refusal (D-19), or none (the harness's own policy). */
     const admissionOf = (
