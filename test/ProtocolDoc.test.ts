@@ -16,6 +16,7 @@ import { JitHarnessProfile, JitToolEvent } from "@jitbox/core"
 import {
   Coordinator,
   CoordinatorProtocol,
+  Protocol,
   Envelope,
   ExecutionProfile,
   Ids,
@@ -30,6 +31,7 @@ import {
   WorkerProtocol
 } from "@jitbox/runtime"
 import * as Context from "effect/Context"
+import * as AST from "effect/SchemaAST"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -194,6 +196,22 @@ const kinds = (): Array<string> => [
   "profile_record"
 ]
 
+/** Every operation of every protocol table, with the wire names of its request's fields (renames applied). */
+const tableOperations = (): Array<[string, string, ReadonlyArray<string>]> => {
+  const tables: ReadonlyArray<readonly [string, Protocol.Table]> = [
+    ["SessionProtocol.call", SessionProtocol.call],
+    ["SessionProtocol.manage", SessionProtocol.manage],
+    ["CoordinatorProtocol.operations", CoordinatorProtocol.operations]
+  ]
+  return tables.flatMap(([name, table]) =>
+    Object.entries(Protocol.requests(table)).map(([kind, request]): [string, string, ReadonlyArray<string>] => {
+      const ast = Schema.encodedSchema(request as unknown as Schema.Schema<unknown, unknown>).ast
+      const fields = AST.isTypeLiteral(ast) ? ast.propertySignatures.map((signature) => String(signature.name)) : []
+      return [name, kind, fields.filter((field) => field !== "v" && field !== "kind")]
+    })
+  )
+}
+
 describe("docs/protocol.md names every error, operation, kind and event", () => {
   it.each(wireErrors.map((member) => [member._tag, member] as const))("wire error %s: its fields and reasons", (_tag, member) => {
     checkErrorRow(member)
@@ -206,6 +224,12 @@ describe("docs/protocol.md names every error, operation, kind and event", () => 
   it.each(CoordinatorProtocol.kinds.map((op) => [op]))("coordinator operation %s has its subject and an example", (op) => {
     expect(doc.includes(`\`<p>.coordinator.${op}\``), `docs/protocol.md does not name <p>.coordinator.${op}`).toBe(true)
     expect(doc.includes(`{"v":1,"kind":"${op}"`), `docs/protocol.md has no example of ${op}`).toBe(true)
+  })
+
+  it.each(tableOperations())("%s: the operation %s and every field of its request (as the wire spells it) are on the page", (_table, kind, fields) => {
+    expect(doc.includes(`{"v":1,"kind":"${kind}"`), `docs/protocol.md has no example of ${kind}`).toBe(true)
+    const missing = fields.filter((field) => !doc.includes(`"${field}"`) && !doc.includes(`\`${field}\``))
+    expect(missing, `docs/protocol.md never names these fields of ${kind}`).toEqual([])
   })
 
   it.each([...new Set(kinds())].map((kind) => [kind]))("message kind %s has an example", (kind) => {
