@@ -16,4 +16,9 @@ export * as KvSnapshotStore from "./KvSnapshotStore.js"
 /**
  * @since 0.1.0
  */
+export * as NatsConnection from "./NatsConnection.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as NatsTransport from "./NatsTransport.js"
