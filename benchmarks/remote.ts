@@ -43,7 +43,7 @@
  * the worker processes with --cpu-prof into <dir>.)
  */
 import { tool } from "@jitbox/core"
-import { KvLedger, NatsTransport } from "@jitbox/nats"
+import { KvLedger, NatsConnection, NatsTransport } from "@jitbox/nats"
 import {
   Coordinator,
   ExecutionProfile,
@@ -53,7 +53,7 @@ import {
   SnapshotStore,
   StreamPublisher,
   Subject,
-  type Transport
+  Transport
 } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
 import * as Context from "effect/Context"
@@ -407,13 +407,13 @@ const saturate = async (call: () => Promise<unknown>, options: { inFlight: numbe
 // ---------------------------------------------------------------------------------------------
 // the jitbox side: one connection, a coordinator, and a session host per round
 
-type NatsConnection = Effect.Effect.Success<ReturnType<typeof NatsTransport.connection>>
+type NatsClient = NatsConnection.NatsConnectionShape["nc"]
 
 interface Bench {
   readonly root: Scope.CloseableScope
   readonly transport: Context.Context<Transport.Transport>
-  readonly rawConnection: NatsConnection
-  readonly observer: NatsConnection
+  readonly rawConnection: NatsClient
+  readonly observer: NatsClient
   readonly runners: Record<string, Context.Context<never>>
 }
 
@@ -795,12 +795,17 @@ const main = async () => {
       "raw child": descendants(responder.pid!)
     })
 
-    const connect = (name: string) => Effect.runPromise(NatsTransport.connection({ servers: server.url, name }).pipe(Scope.extend(root)))
-    const transport = await Effect.runPromise(Layer.buildWithScope(NatsTransport.layer({ servers: server.url, name: "bench-sessions" }), root))
-    const ledger = await Effect.runPromise(
-      Layer.buildWithScope(KvLedger.layer({ bucket: KvLedger.bucketOf(namespace), connection: { servers: server.url, name: "bench-ledger" } }), root)
+    const connect = (name: string) => Effect.runPromise(NatsConnection.make({ servers: server.url, name }).pipe(Effect.map(({ nc }) => nc), Scope.extend(root)))
+    const jitboxSide = await Effect.runPromise(
+      Layer.buildWithScope(
+        Layer.merge(NatsTransport.layer, KvLedger.layer({ bucket: KvLedger.bucketOf(namespace) })).pipe(
+          Layer.provide(NatsConnection.layer({ servers: server.url, name: "bench-sessions" }))
+        ),
+        root
+      )
     )
-    await Effect.runPromise(Coordinator.make({ namespace, profiles, ...(invocationsPerGrant === undefined ? {} : { invocationsPerGrant }) }).pipe(Effect.provide(Context.merge(transport, ledger)), Scope.extend(root)))
+    const transport = Context.pick(Transport.Transport)(jitboxSide)
+    await Effect.runPromise(Coordinator.make({ namespace, profiles, ...(invocationsPerGrant === undefined ? {} : { invocationsPerGrant }) }).pipe(Effect.provide(jitboxSide), Scope.extend(root)))
     const runners: Record<string, Context.Context<never>> = {}
     for (const pool of Object.keys(pools)) {
       runners[pool] = await Effect.runPromise(

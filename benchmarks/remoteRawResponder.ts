@@ -3,7 +3,7 @@
  * on BENCH_RAW_SUBJECT hands each request, as one JSON line with an id, to one warm raw child over
  * its stdin pipe and answers the request with the line the child writes back. No jitbox code is on
  * the path: the connection is nats.js's `connect` with the options jitbox's transport passes
- * (`NatsTransport.connection`), and the child is a JSON-lines echo loop launched as the sandbox
+ * (`NatsConnection.make`), and the child is a JSON-lines echo loop launched as the sandbox
  * launches a JavaScript tool's child. The child and the responder are @jitbox/bench's (`RawEcho`,
  * `RawFloor.respond`), the same `jitbox bench` measures its remote raw floor with; only the process
  * differs (the responder runs here, away from the benchmark's own process).
@@ -12,12 +12,12 @@
  * group, drains the connection and exits.
  */
 import { RawEcho, RawFloor } from "@jitbox/bench"
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection } from "@jitbox/nats"
 import * as Effect from "effect/Effect"
 
 const main = Effect.scoped(Effect.gen(function*() {
   const echo = yield* RawEcho.make
-  const nc = yield* NatsTransport.connection({ servers: process.env.BENCH_SERVER!, name: "bench-raw-responder" })
+  const { nc } = yield* NatsConnection.make({ servers: process.env.BENCH_SERVER!, name: "bench-raw-responder" })
   yield* RawFloor.respond(nc, process.env.BENCH_RAW_SUBJECT!, echo)
   process.stdout.write("ready\n")
   yield* Effect.async<void>((resume) => {

@@ -6,7 +6,7 @@
  * children) and exits.
  */
 import { Ids, Subject, Worker } from "@jitbox/runtime"
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -25,7 +25,7 @@ const pools = JSON.parse(process.env.BENCH_POOLS!) as ReadonlyArray<PoolSpec>
 
 const main = Effect.gen(function*() {
   const scope = yield* Scope.make()
-  const transport = yield* Layer.buildWithScope(NatsTransport.layer({ servers: process.env.BENCH_SERVER!, name: "bench-worker" }), scope)
+  const transport = yield* Layer.buildWithScope(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: process.env.BENCH_SERVER!, name: "bench-worker" }))), scope)
   for (const spec of pools) {
     yield* Worker.make({
       prefix: Subject.prefix(Ids.namespace(process.env.BENCH_NAMESPACE!)),

@@ -24,7 +24,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { HarnessError, tool } from "@jitbox/core"
 import { createAgent, InMemoryMessageAccumulator, JitHarnessExtension, type ModelProvider, ScriptedModel } from "@jitbox/agent"
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Ids, RemoteCodeRunner, SessionLeases, Sessions, SnapshotStore, Subject } from "@jitbox/runtime"
 import * as Context from "effect/Context"
 import { NatsServer } from "@jitbox/testing"
@@ -152,7 +152,7 @@ const main = async () => {
       Layer.buildWithScope(
         Layer.provideMerge(
           RemoteCodeRunner.layer({ prefix }),
-          Layer.merge(NatsTransport.layer({ servers: server.url, name: "jitbox-demo-agent" }), SnapshotStore.layerMemory())
+          Layer.merge(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: server.url, name: "jitbox-demo-agent" }))), SnapshotStore.layerMemory())
         ),
         scope
       )

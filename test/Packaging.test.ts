@@ -63,10 +63,11 @@ import { JitHarness, tool } from "@jitbox/core"
 import { createAgent, InMemoryMessageAccumulator, JitHarnessExtension, ScriptedModel } from "@jitbox/agent"
 import { SandboxRunner } from "@jitbox/sandbox"
 import { Ids, MemoryTransport, Subject, Transport } from "@jitbox/runtime"
-import { NatsTransport } from "@jitbox/nats"
+import { connect, NatsConnection, NatsTransport } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
 import { Cli } from "@jitbox/cli"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 /**
  * The harness options that run code tools in @jitbox/sandbox child processes instead of in this
@@ -153,7 +154,11 @@ const echoOver = (layer) => Effect.runPromise(Effect.gen(function* () {
 print("memory transport", await echoOver(MemoryTransport.layer()))
 const server = await NatsServer.start()
 try {
-  print("nats transport", await echoOver(NatsTransport.layer({ servers: server.url })))
+  print("nats transport", await echoOver(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: server.url })))))
+  // the Promise client: no session host runs, so the request finds no responders, as a tagged error
+  const jitbox = await connect({ servers: server.url, namespace: "packaging" })
+  print("nats connect", await jitbox.session("s1").listTools().then(() => "served", (error) => [error._tag, error.reason]))
+  await jitbox.close()
 } finally {
   await server.close()
 }
@@ -174,6 +179,7 @@ const expectedOutput = [
   `agent tool calls: ["create_tool","twice"]`,
   `memory transport: "echo:hi"`,
   `nats transport: "echo:hi"`,
+  `nats connect: ["TransportError","NoResponders"]`,
   `cli version: "0.1.0"`
 ]
 

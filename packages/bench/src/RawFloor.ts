@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection } from "@jitbox/nats"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { BenchSetupError, describe } from "./BenchError.js"
@@ -44,7 +44,7 @@ export const pipe: Effect.Effect<RawFloor, BenchSetupError, Scope.Scope> = Effec
  * @category constructors
  */
 export const respond = (
-  connection: Effect.Effect.Success<ReturnType<typeof NatsTransport.connection>>,
+  connection: NatsConnection.NatsConnectionShape["nc"],
   subject: string,
   echo: RawEcho.RawEcho
 ): Effect.Effect<void, BenchSetupError, Scope.Scope> =>
@@ -76,10 +76,11 @@ let floors = 0
  * @since 0.1.0
  * @category constructors
  */
-export const nats = (options: NatsTransport.NatsTransportOptions): Effect.Effect<RawFloor, BenchSetupError, Scope.Scope> =>
+export const nats = (options: NatsConnection.NatsConnectionOptions): Effect.Effect<RawFloor, BenchSetupError, Scope.Scope> =>
   Effect.gen(function*() {
     const connect = (name: string) =>
-      NatsTransport.connection({ ...options, name }).pipe(
+      NatsConnection.make({ ...options, name }).pipe(
+        Effect.map(({ nc }) => nc),
         Effect.mapError((error) => new BenchSetupError({ step: "connecting the raw floor to NATS", detail: describe(error) }))
       )
     const echo = yield* RawEcho.make

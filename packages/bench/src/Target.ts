@@ -20,7 +20,7 @@
  * @since 0.1.0
  */
 import { CodeRunner, type CreateToolRequest, JitHarness, type JitHarnessOptions, type JitHarnessSnapshot, JitPolicy, TrustedCodeRunner } from "@jitbox/core"
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Embedded, Ids, RemoteSession, Subject } from "@jitbox/runtime"
 import { SandboxConfig, SandboxRunner } from "@jitbox/sandbox"
 import * as Effect from "effect/Effect"
@@ -71,7 +71,7 @@ export interface Target {
   /** The runner the direct floor invokes the tool's package on, for as long as the scope is open (its children stop with it). */
   readonly directRunner: Effect.Effect<CodeRunner.CodeRunnerShape, BenchSetupError, Scope.Scope>
   /** The NATS connection options of a remote target (its raw floor uses them), else undefined. */
-  readonly nats: NatsTransport.NatsTransportOptions | undefined
+  readonly nats: NatsConnection.NatsConnectionOptions | undefined
   /** The budgets of a session, where this process knows them (a remote session's are its host's). */
   readonly budgets: { readonly concurrentInvocations: number; readonly invocations: number } | undefined
 }
@@ -255,12 +255,12 @@ export const make = (
         }
       }
       case "remote": {
-        const nats: NatsTransport.NatsTransportOptions = { servers: options.servers, credentialsFile: options.credentialsFile, name: "jitbox-bench" }
+        const nats: NatsConnection.NatsConnectionOptions = { servers: options.servers, credentialsFile: options.credentialsFile, name: "jitbox-bench" }
         const namespace = yield* Effect.try({
           try: () => Ids.namespace(options.namespace ?? "default"),
           catch: (error) => new BenchSetupError({ step: "reading the namespace", detail: describe(error) })
         })
-        const transport = yield* Layer.build(NatsTransport.layer(nats)).pipe(
+        const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer(nats)))).pipe(
           Effect.mapError((error) => new BenchSetupError({ step: "connecting to NATS", detail: describe(error) }))
         )
         const session = yield* RemoteSession.make(options.session, { prefix: Subject.prefix(namespace), timeoutMs: options.timeoutMs }).pipe(

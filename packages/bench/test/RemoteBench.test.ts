@@ -6,7 +6,7 @@
  * run and unloading them afterwards. No timing is asserted.
  */
 import { Bench, BenchResult } from "@jitbox/bench"
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Ids, Subject, Worker } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
 import * as Effect from "effect/Effect"
@@ -28,7 +28,7 @@ beforeAll(async () => {
   scope = Effect.runSync(Scope.make())
   await Effect.runPromise(
     Effect.gen(function*() {
-      const transport = yield* Layer.build(NatsTransport.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))
+      const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))))
       yield* Worker.make({ prefix, requireAdmission: false, concurrency: 8, sandbox: { maximumRuntimeEnvironments: 8 } }).pipe(Effect.provide(transport))
     }).pipe(Scope.extend(scope))
   )

@@ -8,10 +8,11 @@
  */
 import { Options } from "@effect/cli"
 import type { HarnessError } from "@jitbox/core"
-import type { NatsTransport } from "@jitbox/nats"
-import { Ids, Subject } from "@jitbox/runtime"
+import { NatsConnection } from "@jitbox/nats"
+import { Ids, Subject, type TransportError } from "@jitbox/runtime"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 
 /** @since 0.1.0 @category constants */
@@ -54,17 +55,29 @@ export interface ConnectionConfig {
 }
 
 /**
- * The options of `NatsTransport.layer` (and of `KvLedger.layer`'s connection) for `config`; the
- * connection is named `name` in the server's monitoring.
+ * The options of the process's NATS connection for `config`; the connection is named `name` in
+ * the server's monitoring.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const natsOptions = (config: ConnectionConfig, name: string): NatsTransport.NatsTransportOptions => ({
+export const natsOptions = (config: ConnectionConfig, name: string): NatsConnection.NatsConnectionOptions => ({
   servers: config.server.split(",").map((url) => url.trim()).filter((url) => url !== ""),
   credentialsFile: Option.getOrUndefined(config.creds),
   name
 })
+
+/**
+ * The process's one NATS connection for `config`, which its transport and KV services share.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  config: ConnectionConfig,
+  name: string
+): Layer.Layer<NatsConnection.NatsConnection, TransportError.TransportError> =>
+  NatsConnection.layer(natsOptions(config, name))
 
 /**
  * The namespace and its subject prefix; a name that is not a subject-safe token fails `ConfigError`.

@@ -47,9 +47,10 @@ export const command = Command.make("coordinator", { ...Connection.options, prof
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace } = yield* Connection.prefixOf(config)
     const loaded = yield* loadProfiles(config.profiles)
-    const connection = Connection.natsOptions(config, `jitbox-coordinator-${namespace}`)
     const context = yield* Layer.build(
-      Layer.merge(NatsTransport.layer(connection), KvLedger.layer({ bucket: KvLedger.bucketOf(namespace), connection }))
+      Layer.merge(NatsTransport.layer, KvLedger.layer({ bucket: KvLedger.bucketOf(namespace) })).pipe(
+        Layer.provide(Connection.layer(config, `jitbox-coordinator-${namespace}`))
+      )
     )
     yield* Coordinator.make({ namespace, profiles: loaded }).pipe(Effect.provide(context))
     return `coordinator ${namespace}`

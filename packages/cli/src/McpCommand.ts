@@ -157,7 +157,7 @@ const remoteSession = (
 ): Effect.Effect<Opener, HarnessError.ConfigError | TransportError.TransportError, Scope.Scope> =>
   Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
-    const transport = yield* Layer.build(NatsTransport.layer(Connection.natsOptions(config, `jitbox-mcp-${namespace}`)))
+    const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(Connection.layer(config, `jitbox-mcp-${namespace}`))))
     const remote = yield* RemoteSession.make(sessionId, { prefix }).pipe(Effect.provide(transport), telemetry.provide)
     return {
       label: `session ${remote.sessionId} of ${namespace}`,

@@ -128,17 +128,16 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
     yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
     // first in the scope, so shut down (flushing every span) after the sessions are released
     const telemetry = yield* Telemetry.install(config.otlp, "jitbox-sessions")
-    const transport = NatsTransport.layer(Connection.natsOptions(config, `jitbox-sessions-${namespace}`))
     const snapshots = Option.match(config.store, {
       onNone: () => SnapshotStore.layerMemory(),
       onSome: (directory) => SnapshotStore.layerFile({ directory })
     })
     // every host of the namespace claims a session before it activates it, so one session is active in one host at a time
-    const ownership = KvSessionOwnership.layer({ namespace, connection: Connection.natsOptions(config, `jitbox-sessions-owners-${namespace}`) })
+    const ownership = KvSessionOwnership.layer({ namespace })
     const context = yield* Layer.build(
       Layer.provideMerge(
         Layer.mergeAll(RemoteCodeRunner.layer({ prefix, pool: config.pool }), StreamPublisher.layer({ prefix })),
-        Layer.mergeAll(transport, snapshots, ownership)
+        Layer.mergeAll(NatsTransport.layer, snapshots, ownership).pipe(Layer.provide(Connection.layer(config, `jitbox-sessions-${namespace}`)))
       )
     ).pipe(telemetry.provide)
     yield* telemetry.watchLeases(Context.get(context, SessionLeases.SessionLeases))

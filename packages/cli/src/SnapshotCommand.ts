@@ -23,7 +23,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { HarnessError, JitHarness, JitHarnessSnapshot } from "@jitbox/core"
 import type { CodeRunner } from "@jitbox/core"
-import { KvSnapshotStore } from "@jitbox/nats"
+import { KvSnapshotStore, NatsConnection } from "@jitbox/nats"
 import { Ids, SnapshotStore, type TransportError } from "@jitbox/runtime"
 import { SandboxRunner } from "@jitbox/sandbox"
 import * as Config from "effect/Config"
@@ -330,7 +330,8 @@ export const load = (
         const connection = { server: servers, creds: config.creds, namespace: config.namespace }
         const { namespace } = yield* Connection.prefixOf(connection)
         const sessionId = yield* Ids.decode(Ids.SessionId, "snapshot (a session id)")(name)
-        const store = yield* KvSnapshotStore.make({ namespace, connection: Connection.natsOptions(connection, `jitbox-snapshot-${namespace}`) })
+        const { nc } = yield* NatsConnection.make(Connection.natsOptions(connection, `jitbox-snapshot-${namespace}`))
+        const store = yield* KvSnapshotStore.fromConnection(nc, { namespace })
         const found = yield* store.load(sessionId)
         if (Option.isNone(found)) {
           return yield* new JitHarnessSnapshot.SnapshotError({ reason: "NotFound", path: `${store.bucket}/${sessionId}`, detail: "no snapshot stored for this session" })

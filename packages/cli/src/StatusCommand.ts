@@ -18,7 +18,7 @@
  */
 import { Command, Options } from "@effect/cli"
 import { type HarnessError } from "@jitbox/core"
-import { KvSessionOwnership, NatsTransport } from "@jitbox/nats"
+import { KvSessionOwnership, NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Coordinator, CoordinatorClient, CoordinatorProtocol, Ids, ServiceDiscovery, type SessionOwnership, Subject, Transport, TransportError, Worker, type WorkerCapacity } from "@jitbox/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -94,7 +94,7 @@ export const limit = Options.integer("limit").pipe(
   Options.withDefault(CoordinatorProtocol.leasesLimits.default)
 )
 
-type Connection = Effect.Effect.Success<ReturnType<typeof NatsTransport.connection>>
+type Connection = NatsConnection.NatsConnectionShape["nc"]
 
 const decodeInfo = Schema.decodeUnknownEither(ServiceDiscovery.InfoResponse)
 const decodeStats = Schema.decodeUnknownEither(ServiceDiscovery.StatsResponse)
@@ -166,8 +166,9 @@ export const gatherStatus = (
 ) =>
   Effect.scoped(Effect.gen(function*() {
     const { namespace } = yield* Connection.prefixOf(config)
-    const nc = yield* NatsTransport.connection(Connection.natsOptions(config, `jitbox-status-${namespace}`))
-    const transport = Transport.fromDriver(NatsTransport.driver(nc))
+    const connection = yield* NatsConnection.make(Connection.natsOptions(config, `jitbox-status-${namespace}`))
+    const nc = connection.nc
+    const transport = NatsTransport.fromConnection(connection)
     const client = yield* CoordinatorClient.make({ namespace, timeoutMs: config.timeout }).pipe(Effect.provideService(Transport.Transport, transport))
     const limit = Math.max(1, Math.min(CoordinatorProtocol.leasesLimits.max, config.limit))
     const [leases, capacities, coordinators, workers, claims] = yield* Effect.all([

@@ -9,7 +9,7 @@
  */
 import { JitHarness, JitHarnessSnapshot } from "@jitbox/core"
 import { Ids, Sessions, SnapshotStore, StreamPublisher, Subject } from "@jitbox/runtime"
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
@@ -214,7 +214,7 @@ describe("jitbox mcp --http serving a remote session", () => {
     const prefix = Subject.prefix(Ids.namespace(namespace))
     await Effect.runPromise(
       Effect.gen(function*() {
-        const transport = yield* Layer.build(NatsTransport.layer({ servers: nats!.url, reconnectTimeWaitMs: 100 }))
+        const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: nats!.url, reconnectTimeWaitMs: 100 }))))
         const publisher = yield* Layer.build(StreamPublisher.layer({ prefix })).pipe(Effect.provide(transport))
         const context = Context.add(Context.merge(transport, publisher), SnapshotStore.SnapshotStore, SnapshotStore.makeMemory())
         yield* Sessions.make({ prefix, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))

@@ -12,7 +12,7 @@
  * - bad arguments exit 2 (checked in this process, with `ExitCode.of`).
  */
 import { NodeContext } from "@effect/platform-node"
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Ids, RemoteSession, Subject, type Transport } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
 import * as Effect from "effect/Effect"
@@ -56,7 +56,7 @@ beforeAll(async () => {
   directory = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-cli-ops-"))
   fs.writeFileSync(path.join(directory, "profiles.json"), JSON.stringify(profileFile))
   scope = Effect.runSync(Scope.make())
-  transport = await Effect.runPromise(NatsTransport.make({ servers: server.url }).pipe(Scope.extend(scope)))
+  transport = await Effect.runPromise(Effect.map(NatsConnection.make({ servers: server.url }), NatsTransport.fromConnection).pipe(Scope.extend(scope)))
   const env = { JITBOX_SERVER: server.url, JITBOX_NAMESPACE: namespace }
   serving.push(
     spawnCli(["coordinator", "--profiles", path.join(directory, "profiles.json")], env),

@@ -8,10 +8,11 @@
  * process behind; SIGINT does the same for the session host.
  */
 import { Coordinator, CoordinatorClient, CoordinatorProtocol, Ids, Ledger, RemoteSession, Subject, Transport } from "@jitbox/runtime"
-import { KvLedger, NatsTransport } from "@jitbox/nats"
+import { KvLedger, NatsConnection, NatsTransport } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -41,7 +42,7 @@ beforeAll(async () => {
   directory = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-cli-serving-"))
   fs.writeFileSync(path.join(directory, "profiles.json"), JSON.stringify(profileFile))
   scope = Effect.runSync(Scope.make())
-  transport = await Effect.runPromise(NatsTransport.make({ servers: server.url }).pipe(Scope.extend(scope)))
+  transport = await Effect.runPromise(Effect.map(NatsConnection.make({ servers: server.url }), NatsTransport.fromConnection).pipe(Scope.extend(scope)))
   coordinator = spawnCli(["coordinator", "--server", server.url, "--namespace", namespace, "--profiles", path.join(directory, "profiles.json")])
   worker = spawnCli(["worker", "--id", "w1", "--grace-ms", "300", "--log-invocations", "--credential", "SERVICE_TOKEN"], {
     JITBOX_SERVER: server.url,
@@ -128,7 +129,7 @@ describe("jitbox coordinator, worker and sessions as processes", () => {
     expect(unknown).toMatchObject({ _tag: "AdmissionError", reason: "ProfileNotFound" })
     const stored = await Effect.runPromise(
       Effect.flatMap(Ledger.Ledger, (ledger) => ledger.get("session.s9")).pipe(
-        Effect.provide(KvLedger.layer({ bucket: KvLedger.bucketOf(namespace), connection: { servers: server!.url } }))
+        Effect.provide(KvLedger.layer({ bucket: KvLedger.bucketOf(namespace) }).pipe(Layer.provide(NatsConnection.layer({ servers: server!.url }))))
       )
     )
     expect(stored?.value).toMatchObject({ sessionId: "s9", profile: "standard", consent: true })

@@ -10,7 +10,7 @@
  * A bad endpoint or export interval fails `ConfigError` before the command connects.
  */
 import { NodeContext } from "@effect/platform-node"
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Ids, RemoteSession, Subject } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
 import * as Cause from "effect/Cause"
@@ -96,7 +96,7 @@ describe("jitbox worker and sessions with --otlp", () => {
 
     const sessionScope = Effect.runSync(Scope.make())
     try {
-      const transport = await Effect.runPromise(NatsTransport.make({ servers: server!.url }).pipe(Scope.extend(sessionScope)))
+      const transport = await Effect.runPromise(Effect.map(NatsConnection.make({ servers: server!.url }), NatsTransport.fromConnection).pipe(Scope.extend(sessionScope)))
       const session = new RemoteSession.RemoteSession(transport, "s1", { prefix, timeoutMs: 60_000 })
       await session.createTool({ entrypoint: "inner", language: "javascript", source: innerSource })
       await session.createTool({ entrypoint: "outer", language: "javascript", source: outerSource })

@@ -5,7 +5,7 @@
  * message, events from the session's published events), and the official MCP client drives it.
  */
 import { Ids, RemoteSession, Sessions, SnapshotStore, StreamPublisher, Subject, Transport } from "@jitbox/runtime"
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import * as Context from "effect/Context"
@@ -29,11 +29,11 @@ beforeAll(async () => {
   scope = Effect.runSync(Scope.make())
   const mcpSide = await Effect.runPromise(
     Effect.gen(function*() {
-      const hostSide = yield* Layer.build(NatsTransport.layer({ servers: nats!.url, reconnectTimeWaitMs: 100 }))
+      const hostSide = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: nats!.url, reconnectTimeWaitMs: 100 }))))
       const publisher = yield* Layer.build(StreamPublisher.layer({ prefix })).pipe(Effect.provide(hostSide))
       const context = Context.add(Context.merge(hostSide, publisher), SnapshotStore.SnapshotStore, SnapshotStore.makeMemory())
       yield* Sessions.make({ prefix, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
-      const client = yield* Layer.build(NatsTransport.layer({ servers: nats!.url, reconnectTimeWaitMs: 100 }))
+      const client = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: nats!.url, reconnectTimeWaitMs: 100 }))))
       return Context.get(client, Transport.Transport)
     }).pipe(Scope.extend(scope))
   )

@@ -7,13 +7,13 @@
  *
  * @since 0.1.0
  */
-import type { NatsConnection } from "@nats-io/transport-node"
+import type { NatsConnection as NatsClient } from "@nats-io/transport-node"
 import { type KV, Kvm } from "@nats-io/kv"
-import { Ledger, type TransportError } from "@jitbox/runtime"
+import { Ledger } from "@jitbox/runtime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { detail, isConflict } from "./internal/kvErrors.js"
-import * as NatsTransport from "./NatsTransport.js"
+import * as NatsConnection from "./NatsConnection.js"
 
 /** @since 0.1.0 @category models */
 export interface KvLedgerOptions {
@@ -86,22 +86,17 @@ export const fromBucket = (kv: KV): Ledger.LedgerShape => ({
  * @since 0.1.0
  * @category constructors
  */
-export const make = (nc: NatsConnection, options: KvLedgerOptions): Effect.Effect<Ledger.LedgerShape, Ledger.LedgerError> =>
+export const make = (nc: NatsClient, options: KvLedgerOptions): Effect.Effect<Ledger.LedgerShape, Ledger.LedgerError> =>
   Effect.tryPromise({
     try: () => new Kvm(nc).create(options.bucket, { history: 1, replicas: options.replicas ?? 1 }),
     catch: (error) => new Ledger.LedgerError({ reason: "Unavailable", key: "", detail: `cannot open the KV bucket '${options.bucket}': ${detail(error)}` })
   }).pipe(Effect.map(fromBucket))
 
 /**
- * The ledger in a KV bucket, over its own connection (closed with the scope).
+ * The ledger in a KV bucket, on the process's `NatsConnection`.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (
-  options: KvLedgerOptions & { readonly connection: NatsTransport.NatsTransportOptions }
-): Layer.Layer<Ledger.Ledger, Ledger.LedgerError | TransportError.TransportError> =>
-  Layer.scoped(
-    Ledger.Ledger,
-    Effect.flatMap(NatsTransport.connection(options.connection), (nc) => make(nc, options))
-  )
+export const layer = (options: KvLedgerOptions): Layer.Layer<Ledger.Ledger, Ledger.LedgerError, NatsConnection.NatsConnection> =>
+  Layer.effect(Ledger.Ledger, Effect.flatMap(NatsConnection.NatsConnection, ({ nc }) => make(nc, options)))

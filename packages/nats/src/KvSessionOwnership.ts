@@ -12,16 +12,15 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@jitbox/core"
-import { SessionOwnership, type TransportError } from "@jitbox/runtime"
+import { SessionOwnership } from "@jitbox/runtime"
 import { type KV, Kvm } from "@nats-io/kv"
-import type { NatsConnection } from "@nats-io/transport-node"
+import type { NatsConnection as NatsClient } from "@nats-io/transport-node"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
 import { detail, isConflict } from "./internal/kvErrors.js"
-import * as NatsTransport from "./NatsTransport.js"
+import * as NatsConnection from "./NatsConnection.js"
 
 /** @since 0.1.0 @category models */
 export interface KvSessionOwnershipOptions extends SessionOwnership.OwnershipOptions {
@@ -98,7 +97,7 @@ export const fromBucket = (kv: KV, options: SessionOwnership.OwnershipOptions = 
  * @category constructors
  */
 export const fromConnection = (
-  nc: NatsConnection,
+  nc: NatsClient,
   options: KvSessionOwnershipOptions
 ): Effect.Effect<SessionOwnership.SessionOwnershipShape, SessionOwnership.OwnershipError | HarnessError.ConfigError> =>
   Effect.gen(function*() {
@@ -114,30 +113,22 @@ export const fromConnection = (
     return yield* Effect.try({ try: () => fromBucket(kv, options), catch: (error) => error as HarnessError.ConfigError })
   })
 
-/** @since 0.1.0 @category models */
-export interface KvSessionOwnershipConnectionOptions extends KvSessionOwnershipOptions {
-  readonly connection: NatsTransport.NatsTransportOptions
-}
-
 /**
- * The service over a connection of its own, closed with the scope.
+ * The service on the process's `NatsConnection`.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = (
-  options: KvSessionOwnershipConnectionOptions
-): Effect.Effect<
-  SessionOwnership.SessionOwnershipShape,
-  SessionOwnership.OwnershipError | HarnessError.ConfigError | TransportError.TransportError,
-  Scope.Scope
-> => Effect.flatMap(NatsTransport.connection(options.connection), (nc) => fromConnection(nc, options))
+  options: KvSessionOwnershipOptions
+): Effect.Effect<SessionOwnership.SessionOwnershipShape, SessionOwnership.OwnershipError | HarnessError.ConfigError, NatsConnection.NatsConnection> =>
+  Effect.flatMap(NatsConnection.NatsConnection, ({ nc }) => fromConnection(nc, options))
 
 /** @since 0.1.0 @category layers */
 export const layer = (
-  options: KvSessionOwnershipConnectionOptions
-): Layer.Layer<SessionOwnership.SessionOwnership, SessionOwnership.OwnershipError | HarnessError.ConfigError | TransportError.TransportError> =>
-  Layer.scoped(SessionOwnership.SessionOwnership, make(options))
+  options: KvSessionOwnershipOptions
+): Layer.Layer<SessionOwnership.SessionOwnership, SessionOwnership.OwnershipError | HarnessError.ConfigError, NatsConnection.NatsConnection> =>
+  Layer.effect(SessionOwnership.SessionOwnership, make(options))
 
 /** A claim as `list` reads it: the session, who holds it, and until when (epoch milliseconds). @since 0.1.0 @category models */
 export interface Listed {
@@ -155,7 +146,7 @@ export interface Listed {
  * @category constructors
  */
 export const list = (
-  nc: NatsConnection,
+  nc: NatsClient,
   options: { readonly namespace?: string | undefined; readonly bucket?: string | undefined; readonly limit: number }
 ): Effect.Effect<{ readonly claims: ReadonlyArray<Listed>; readonly truncated: boolean }, SessionOwnership.OwnershipError> => {
   const bucket = options.bucket ?? bucketOf(options.namespace ?? "")

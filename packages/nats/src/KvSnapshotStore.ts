@@ -29,23 +29,21 @@
  * @since 0.1.0
  */
 import { JitHarnessSnapshot, ParseIssues } from "@jitbox/core"
-import { Ids, SnapshotStore, type TransportError } from "@jitbox/runtime"
+import { Ids, SnapshotStore } from "@jitbox/runtime"
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream"
 import { type KV, type KvEntry, Kvm } from "@nats-io/kv"
-import type { NatsConnection } from "@nats-io/transport-node"
-import * as Cause from "effect/Cause"
+import type { NatsConnection as NatsClient } from "@nats-io/transport-node"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import * as Scope from "effect/Scope"
 import { createHash } from "node:crypto"
 import { detail, isConflict } from "./internal/kvErrors.js"
-import * as NatsTransport from "./NatsTransport.js"
+import { openScoped, runPromise } from "./internal/promise.js"
+import * as NatsConnection from "./NatsConnection.js"
 
 /** @since 0.1.0 @category models */
 export interface KvSnapshotStoreOptions extends SnapshotStore.StoreOptions {
@@ -415,7 +413,7 @@ export const fromBucket = (
  * @category constructors
  */
 export const fromConnection = (
-  nc: NatsConnection,
+  nc: NatsClient,
   options: KvSnapshotStoreOptions
 ): Effect.Effect<KvSnapshotStoreShape, JitHarnessSnapshot.SnapshotError> =>
   Effect.gen(function*() {
@@ -443,32 +441,33 @@ export const fromConnection = (
     return fromBucket(kv, jsm, { bucket, stream: status.streamInfo.config.name, maxBytes, chunkBytes, gcGraceMs })
   })
 
-/** @since 0.1.0 @category models */
-export interface KvSnapshotStoreConnectionOptions extends KvSnapshotStoreOptions {
-  readonly connection: NatsTransport.NatsTransportOptions
-}
-
 /**
- * The store over a connection of its own, closed with the scope.
+ * The store on the process's `NatsConnection`.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = (
-  options: KvSnapshotStoreConnectionOptions
-): Effect.Effect<KvSnapshotStoreShape, JitHarnessSnapshot.SnapshotError | TransportError.TransportError, Scope.Scope> =>
-  Effect.flatMap(NatsTransport.connection(options.connection), (nc) => fromConnection(nc, options))
+  options: KvSnapshotStoreOptions
+): Effect.Effect<KvSnapshotStoreShape, JitHarnessSnapshot.SnapshotError, NatsConnection.NatsConnection> =>
+  Effect.flatMap(NatsConnection.NatsConnection, ({ nc }) => fromConnection(nc, options))
 
 /**
- * The runtime's `SnapshotStore`, and the same store as `KvSnapshotStore` (its history).
+ * The runtime's `SnapshotStore`, and the same store as `KvSnapshotStore` (its history), on the
+ * process's `NatsConnection`.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer = (
-  options: KvSnapshotStoreConnectionOptions
-): Layer.Layer<SnapshotStore.SnapshotStore | KvSnapshotStore, JitHarnessSnapshot.SnapshotError | TransportError.TransportError> =>
-  Layer.scopedContext(Effect.map(make(options), (store) => Context.make(SnapshotStore.SnapshotStore, store).pipe(Context.add(KvSnapshotStore, store))))
+  options: KvSnapshotStoreOptions
+): Layer.Layer<SnapshotStore.SnapshotStore | KvSnapshotStore, JitHarnessSnapshot.SnapshotError, NatsConnection.NatsConnection> =>
+  Layer.effectContext(Effect.map(make(options), (store) => Context.make(SnapshotStore.SnapshotStore, store).pipe(Context.add(KvSnapshotStore, store))))
+
+/** What `open` takes: the store's options and the connection it opens for itself. @since 0.1.0 @category models */
+export interface KvSnapshotStoreConnectionOptions extends KvSnapshotStoreOptions {
+  readonly connection: NatsConnection.NatsConnectionOptions
+}
 
 /** The store for async code: rejections are the typed errors themselves. @since 0.1.0 @category models */
 export interface Handle {
@@ -484,12 +483,6 @@ export interface Handle {
   readonly close: () => Promise<void>
 }
 
-const runPromise = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
-  Effect.runPromiseExit(effect).then((exit) => {
-    if (Exit.isSuccess(exit)) return exit.value
-    throw Cause.squash(exit.cause)
-  })
-
 /**
  * Opens the store on a connection of its own, for async code. A bad session id rejects with the
  * runtime's `ConfigError`, a store failure with `SnapshotError`.
@@ -498,15 +491,10 @@ const runPromise = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
  * @category constructors
  */
 export const open = async (options: KvSnapshotStoreConnectionOptions): Promise<Handle> => {
-  const scope = Effect.runSync(Scope.make())
-  const opened = await Effect.runPromiseExit(Scope.extend(make(options), scope))
-  if (Exit.isFailure(opened)) {
-    await Effect.runPromise(Scope.close(scope, opened))
-    throw Cause.squash(opened.cause)
-  }
-  const store = opened.value
+  const { close, value: store } = await openScoped(
+    Effect.flatMap(NatsConnection.make(options.connection), ({ nc }) => fromConnection(nc, options))
+  )
   const id = (sessionId: string) => Effect.sync(() => Ids.sessionId(sessionId))
-  let closing: Promise<void> | undefined
   return {
     bucket: store.bucket,
     load: (sessionId) => runPromise(Effect.flatMap(id(sessionId), store.load).pipe(Effect.map(Option.getOrUndefined))),
@@ -515,6 +503,6 @@ export const open = async (options: KvSnapshotStoreConnectionOptions): Promise<H
     history: (sessionId) => runPromise(Effect.flatMap(id(sessionId), store.history)),
     loadRevision: (sessionId, revision) => runPromise(Effect.flatMap(id(sessionId), (sid) => store.loadRevision(sid, revision))),
     rollback: (sessionId, revision) => runPromise(Effect.flatMap(id(sessionId), (sid) => store.rollback(sid, revision))),
-    close: () => closing ??= Effect.runPromise(Scope.close(scope, Exit.void))
+    close
   }
 }

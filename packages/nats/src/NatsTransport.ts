@@ -1,8 +1,7 @@
 /**
- * The NATS layer of the runtime's `Transport`, over `@nats-io/transport-node`. The connection is a
- * scoped resource: made when the layer is built, drained (subscriptions first, then pending
- * output) and closed when its scope closes. Everything the runtime's `Transport` promises holds
- * here too: the in-memory layer and this one pass the same conformance suite.
+ * The NATS layer of the runtime's `Transport`, over `@nats-io/transport-node`, on the process's
+ * `NatsConnection`, which it neither opens nor closes. Everything the runtime's `Transport`
+ * promises holds here too: the in-memory layer and this one pass the same conformance suite.
  *
  * What NATS reports becomes a `TransportError`: no responders (status 503) is `NoResponders`, a
  * request timer `Timeout`, a closed or draining connection `Closed`, `max_payload` exceeded
@@ -19,47 +18,10 @@
  * @since 0.1.0
  */
 import { Transport, TransportError } from "@jitbox/runtime"
-import {
-  connect,
-  credsAuthenticator,
-  errors,
-  headers as createHeaders,
-  type Msg,
-  type MsgHdrs,
-  type NatsConnection,
-  type NodeConnectionOptions
-} from "@nats-io/transport-node"
+import { errors, headers as createHeaders, type Msg, type MsgHdrs } from "@nats-io/transport-node"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Scope from "effect/Scope"
-import * as fs from "node:fs"
-
-/** @since 0.1.0 @category models */
-export interface NatsTransportOptions {
-  /** One server URL or several (`nats://host:4222`); the client picks among them and fails over. */
-  readonly servers: string | ReadonlyArray<string>
-  /** A NATS credentials file (`.creds`: a user JWT and its NKey seed). */
-  readonly credentialsFile?: string | undefined
-  /** A user of the server's `authorization` block, with `password`. */
-  readonly user?: string | undefined
-  readonly password?: string | undefined
-  /**
-   * The prefix of this connection's reply subjects (default `_INBOX`). Give each role its own
-   * (`_INBOX_worker`) and allow it only that to subscribe: with `_INBOX.>` anyone could read
-   * every reply on the server.
-   */
-  readonly inboxPrefix?: string | undefined
-  /** The connection's name, as the server's monitoring shows it. */
-  readonly name?: string | undefined
-  /** How long the first connect may take (default 10 000 ms). */
-  readonly connectTimeoutMs?: number | undefined
-  /** The wait between reconnect attempts (default 1 000 ms). */
-  readonly reconnectTimeWaitMs?: number | undefined
-  /** Reconnect attempts before the connection closes for good; -1 (the default) retries forever. */
-  readonly maxReconnectAttempts?: number | undefined
-  /** How long closing waits for the connection to drain before closing it (default 5 000 ms). */
-  readonly drainTimeoutMs?: number | undefined
-}
+import * as NatsConnection from "./NatsConnection.js"
 
 const unknownDetail = (error: unknown): string => error instanceof Error ? `${error.name}: ${error.message}` : String(error)
 
@@ -133,22 +95,14 @@ const defaultMaxPayload = 1_048_576
  * @since 0.1.0
  * @category constructors
  */
-export const driver = (nc: NatsConnection): Transport.Driver => {
-  // From a disconnect to the reconnect: the client empties its output buffer on each attempt to
-  // reconnect, so whatever is published meanwhile is lost without a word.
-  let down = false
-  void (async () => {
-    for await (const status of nc.status()) {
-      if (status.type === "disconnect") down = true
-      else if (status.type === "reconnect") down = false
-    }
-  })().catch(() => {})
+export const driver = (connection: NatsConnection.NatsConnectionShape): Transport.Driver => {
+  const { isDown, nc } = connection
   const refused = (subject: string) =>
     new TransportError.TransportError({ reason: "Closed", subject, detail: "the NATS connection is down (reconnecting): the message was not sent" })
   return {
     maxPayload: () => nc.info?.max_payload ?? defaultMaxPayload,
     publish: (subject, data, headers) => {
-      if (down) throw refused(subject)
+      if (isDown()) throw refused(subject)
       try {
         nc.publish(subject, data, publishOptions(headers))
       } catch (error) {
@@ -156,7 +110,7 @@ export const driver = (nc: NatsConnection): Transport.Driver => {
       }
     },
     request: (subject, data, headers, timeoutMs) => {
-      if (down) return Promise.reject(refused(subject))
+      if (isDown()) return Promise.reject(refused(subject))
       const natsHeaders = toNatsHeaders(headers)
       const natsOptions = natsHeaders === undefined ? { timeout: timeoutMs } : { timeout: timeoutMs, headers: natsHeaders }
       return nc.request(subject, data, natsOptions).then(toMessage, (error: unknown) => Promise.reject(toTransportError(error, subject)))
@@ -204,84 +158,26 @@ export const driver = (nc: NatsConnection): Transport.Driver => {
   }
 }
 
-const connectionOptions = async (options: NatsTransportOptions): Promise<NodeConnectionOptions> => {
-  const base: NodeConnectionOptions = {
-    servers: typeof options.servers === "string" ? options.servers : [...options.servers],
-    timeout: options.connectTimeoutMs ?? 10_000,
-    reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000,
-    maxReconnectAttempts: options.maxReconnectAttempts ?? -1,
-    // Otherwise every request builds three Error objects for stack traces that toTransportError drops.
-    noAsyncTraces: true,
-    ...(options.name === undefined ? {} : { name: options.name }),
-    ...(options.user === undefined ? {} : { user: options.user, pass: options.password ?? "" }),
-    ...(options.inboxPrefix === undefined ? {} : { inboxPrefix: options.inboxPrefix })
-  }
-  if (options.credentialsFile === undefined) return base
-  let credentials: Uint8Array
-  try {
-    credentials = await fs.promises.readFile(options.credentialsFile)
-  } catch (error) {
-    throw new TransportError.TransportError({
-      reason: "Connect",
-      subject: "",
-      detail: `cannot read the credentials file ${options.credentialsFile}: ${unknownDetail(error)}`
-    })
-  }
-  return { ...base, authenticator: credsAuthenticator(credentials) }
-}
-
-const closeConnection = (nc: NatsConnection, drainTimeoutMs: number): Promise<void> => {
-  if (nc.isClosed()) return Promise.resolve()
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(() => {
-      nc.close().then(resolve, () => resolve())
-    }, drainTimeoutMs)
-    nc.drain().then(() => {
-      clearTimeout(timer)
-      resolve()
-    }, () => {
-      clearTimeout(timer)
-      nc.close().then(resolve, () => resolve())
-    })
-  })
-}
-
 /**
- * An open connection for the life of the scope.
+ * A `Transport` over `connection`; the connection's owner closes it.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const connection = (options: NatsTransportOptions): Effect.Effect<NatsConnection, TransportError.TransportError, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.tryPromise({
-      try: async () => connect(await connectionOptions(options)),
-      catch: (error) =>
-        TransportError.isTransportError(error)
-          ? error
-          : new TransportError.TransportError({
-            reason: error instanceof errors.AuthorizationError ? "PermissionDenied" : "Connect",
-            subject: "",
-            detail: `cannot connect to ${[options.servers].flat().join(", ")}: ${unknownDetail(error)}`
-          })
-    }),
-    (nc) => Effect.promise(() => closeConnection(nc, options.drainTimeoutMs ?? 5_000))
-  )
+export const fromConnection = (connection: NatsConnection.NatsConnectionShape): Transport.TransportShape => Transport.fromDriver(driver(connection))
 
 /**
- * A `Transport` over a new connection, drained and closed when the scope closes.
+ * A `Transport` over the process's `NatsConnection`.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: NatsTransportOptions): Effect.Effect<Transport.TransportShape, TransportError.TransportError, Scope.Scope> =>
-  Effect.map(connection(options), (nc) => Transport.fromDriver(driver(nc)))
+export const make: Effect.Effect<Transport.TransportShape, never, NatsConnection.NatsConnection> = Effect.map(NatsConnection.NatsConnection, fromConnection)
 
 /**
- * The NATS `Transport`.
+ * The NATS `Transport`, over the process's `NatsConnection` (`NatsConnection.layer`).
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: NatsTransportOptions): Layer.Layer<Transport.Transport, TransportError.TransportError> =>
-  Layer.scoped(Transport.Transport, make(options))
+export const layer: Layer.Layer<Transport.Transport, never, NatsConnection.NatsConnection> = Layer.effect(Transport.Transport, make)

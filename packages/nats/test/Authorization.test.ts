@@ -32,6 +32,7 @@ import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
 import { afterAll, beforeAll } from "vitest"
 import * as KvLedger from "../src/KvLedger.js"
+import * as NatsConnection from "../src/NatsConnection.js"
 import * as NatsTransport from "../src/NatsTransport.js"
 
 let server: NatsServer.Handle | undefined
@@ -49,10 +50,10 @@ const roles = {
 
 type Role = keyof typeof roles
 
-const options = (role: Role): NatsTransport.NatsTransportOptions => ({ servers: server!.url, reconnectTimeWaitMs: 100, name: role, ...roles[role] })
+const options = (role: Role): NatsConnection.NatsConnectionOptions => ({ servers: server!.url, reconnectTimeWaitMs: 100, name: role, ...roles[role] })
 
 /** A connection with `role`'s credentials for the rest of the scope. */
-const as = (role: Role) => Layer.build(NatsTransport.layer(options(role)))
+const as = (role: Role) => Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer(options(role)))))
 
 const namespace = Ids.namespace("ns1")
 const prefix = Subject.prefix(namespace)
@@ -96,8 +97,11 @@ describe("NATS authorization: each role with the least permissions it needs", ()
         namespace,
         profiles: ExecutionProfile.all([{ name: "standard", policy: { allowedLanguages: ["JavaScript"] } }])
       }).pipe(
-        Effect.provide(yield* as("coordinator")),
-        Effect.provide(yield* Layer.build(KvLedger.layer({ bucket: KvLedger.bucketOf(namespace), connection: options("coordinator") })))
+        Effect.provide(
+          yield* Layer.build(
+            Layer.merge(NatsTransport.layer, KvLedger.layer({ bucket: KvLedger.bucketOf(namespace) })).pipe(Layer.provide(NatsConnection.layer(options("coordinator"))))
+          )
+        )
       )
       const worker = yield* Worker.make({ prefix, languages: ["javascript"], sandbox }).pipe(Effect.provide(yield* as("worker")))
 
@@ -167,7 +171,7 @@ describe("NATS authorization: each role with the least permissions it needs", ()
       // The connection outlives every refusal: what a worker does still works on it.
       yield* Transport.serve(Subject.workerInvoke(prefix, Ids.poolName("default"), "javascript"), { concurrency: 1, queue: "workers-default-javascript" }, () => "")
       yield* Transport.subscribe(Subject.workerCancel(prefix))
-    }).pipe(Effect.provide(NatsTransport.layer(options("worker"))), Effect.scoped), 60_000)
+    }).pipe(Effect.provide(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer(options("worker"))))), Effect.scoped), 60_000)
 
   it.live("an observer reads events but cannot call a tool, manage a session or read its calls; a session host cannot pose as a worker", () =>
     Effect.gen(function*() {
@@ -195,7 +199,7 @@ describe("NATS authorization: each role with the least permissions it needs", ()
 
   it.live("a wrong password is refused at connect with a typed error", () =>
     Effect.gen(function*() {
-      const error = yield* refusal(Layer.build(NatsTransport.layer({ ...options("worker"), password: "guess", maxReconnectAttempts: 0 })))
+      const error = yield* refusal(Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ ...options("worker"), password: "guess", maxReconnectAttempts: 0 })))))
       assert.strictEqual(error.reason, "PermissionDenied")
       assert.match(error.detail, /Authorization Violation/i)
     }).pipe(Effect.scoped), 30_000)

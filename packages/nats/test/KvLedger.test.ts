@@ -6,9 +6,11 @@
 import { NatsServer } from "@jitbox/testing"
 import { Ledger } from "@jitbox/runtime"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { afterAll, assert, beforeAll, it } from "@effect/vitest"
 import { ledgerConformance } from "../../runtime/test/LedgerConformance.js"
 import * as KvLedger from "../src/KvLedger.js"
+import * as NatsConnection from "../src/NatsConnection.js"
 
 let server: NatsServer.Handle | undefined
 beforeAll(async () => {
@@ -17,7 +19,8 @@ beforeAll(async () => {
 afterAll(() => server?.close())
 
 let buckets = 0
-const layer = (bucket: string) => KvLedger.layer({ bucket, connection: { servers: server!.url, reconnectTimeWaitMs: 100 } })
+const layer = (bucket: string) =>
+  KvLedger.layer({ bucket }).pipe(Layer.provide(NatsConnection.layer({ servers: server!.url, reconnectTimeWaitMs: 100 })))
 
 ledgerConformance("JetStream KV", () => layer(`ledger-test-${++buckets}`))
 

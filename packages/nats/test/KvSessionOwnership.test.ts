@@ -10,12 +10,13 @@ import { Ids } from "@jitbox/runtime"
 import { Kvm } from "@nats-io/kv"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import { afterAll, assert, beforeAll, it } from "@effect/vitest"
 import { sessionOwnershipConformance } from "../../runtime/test/SessionOwnershipConformance.js"
 import * as KvSessionOwnership from "../src/KvSessionOwnership.js"
-import * as NatsTransport from "../src/NatsTransport.js"
+import * as NatsConnection from "../src/NatsConnection.js"
 
 let server: NatsServer.Handle | undefined
 beforeAll(async () => {
@@ -27,13 +28,23 @@ const connection = () => ({ servers: server!.url, reconnectTimeWaitMs: 100 })
 let buckets = 0
 const nextBucket = () => `owners-test-${++buckets}`
 
-sessionOwnershipConformance("JetStream KV", (ttlMs) => KvSessionOwnership.layer({ bucket: nextBucket(), ttlMs, connection: connection() }))
+/** A host of its own: the ownership on a connection of its own. */
+const host = (options: KvSessionOwnership.KvSessionOwnershipOptions) =>
+  Effect.flatMap(NatsConnection.make(connection()), ({ nc }) => KvSessionOwnership.fromConnection(nc, options))
+
+/** A client that is not a host, to write and read the bucket's records directly. */
+const client = () => Effect.map(NatsConnection.make(connection()), ({ nc }) => nc)
+
+sessionOwnershipConformance(
+  "JetStream KV",
+  (ttlMs) => KvSessionOwnership.layer({ bucket: nextBucket(), ttlMs }).pipe(Layer.provide(NatsConnection.layer(connection())))
+)
 
 it.scoped("two hosts on their own connections race for twenty sessions: each session has exactly one owner, the loser is refused Held naming it", () =>
   Effect.gen(function*() {
     const bucket = nextBucket()
-    const hostA = yield* KvSessionOwnership.make({ bucket, connection: connection() })
-    const hostB = yield* KvSessionOwnership.make({ bucket, connection: connection() })
+    const hostA = yield* host({ bucket })
+    const hostB = yield* host({ bucket })
     const sessions = Array.from({ length: 20 }, (_, index) => Ids.sessionId(`race-${index}`))
     const results = yield* Effect.forEach(sessions, (sid) =>
       Effect.all([Effect.either(hostA.claim(sid, "host-a")), Effect.either(hostB.claim(sid, "host-b"))], { concurrency: 2 }), { concurrency: "unbounded" })
@@ -55,8 +66,8 @@ it.scoped("two hosts on their own connections race for twenty sessions: each ses
 it.scoped("a claim taken over through another connection makes the first host's renew fail Lost", () =>
   Effect.gen(function*() {
     const bucket = nextBucket()
-    const hostA = yield* KvSessionOwnership.make({ bucket, ttlMs: 1_000, connection: connection() })
-    const hostB = yield* KvSessionOwnership.make({ bucket, ttlMs: 1_000, connection: connection() })
+    const hostA = yield* host({ bucket, ttlMs: 1_000 })
+    const hostB = yield* host({ bucket, ttlMs: 1_000 })
     const sid = Ids.sessionId("moved")
     const claim = yield* hostA.claim(sid, "host-a")
     yield* TestClock.adjust(1_000)
@@ -69,8 +80,8 @@ it.scoped("a claim taken over through another connection makes the first host's 
 it.scoped("a record someone else wrote that does not decode is Invalid, and is not taken over", () =>
   Effect.gen(function*() {
     const bucket = nextBucket()
-    const ownership = yield* KvSessionOwnership.make({ bucket, connection: connection() })
-    const nc = yield* NatsTransport.connection(connection())
+    const ownership = yield* host({ bucket })
+    const nc = yield* client()
     const kv = yield* Effect.promise(() => new Kvm(nc).open(bucket))
     const cases = [["text", "not json"], ["v2", JSON.stringify({ v: 2, owner: "future", expiresAt: 0 })], ["big", "x".repeat(10_000)]] as const
     for (const [name, value] of cases) {
@@ -85,14 +96,14 @@ it.scoped("a record someone else wrote that does not decode is Invalid, and is n
 
 it.scoped("the bucket is jitbox-owners-<namespace>; without a bucket or a namespace the layer fails ConfigError", () =>
   Effect.gen(function*() {
-    const ownership = yield* KvSessionOwnership.make({ namespace: "ownertest", connection: connection() })
+    const ownership = yield* host({ namespace: "ownertest" })
     const claim = yield* ownership.claim(Ids.sessionId("s1"), "host-a")
-    const nc = yield* NatsTransport.connection(connection())
+    const nc = yield* client()
     const kv = yield* Effect.promise(() => new Kvm(nc).open("jitbox-owners-ownertest"))
     assert.strictEqual((yield* Effect.promise(() => kv.get("session.s1")))!.json<{ owner: string }>().owner, "host-a")
     yield* claim.release
     assert.strictEqual((yield* Effect.promise(() => kv.get("session.s1")))!.operation, "DEL")
-    const error = yield* Effect.flip(KvSessionOwnership.make({ connection: connection() }))
+    const error = yield* Effect.flip(host({}))
     assert.instanceOf(error, HarnessError.ConfigError)
   }))
 

@@ -20,7 +20,7 @@ import { createHash, randomBytes } from "node:crypto"
 import { add, twiceSource } from "../../core/test/fixtures.js"
 import { conformanceSnapshot, snapshotStoreConformance } from "../../runtime/test/SnapshotStoreConformance.js"
 import * as KvSnapshotStore from "../src/KvSnapshotStore.js"
-import * as NatsTransport from "../src/NatsTransport.js"
+import * as NatsConnection from "../src/NatsConnection.js"
 
 let server: NatsServer.Handle | undefined
 beforeAll(async () => {
@@ -32,12 +32,15 @@ const connection = () => ({ servers: server!.url, reconnectTimeWaitMs: 100 })
 let buckets = 0
 const nextBucket = () => `snapshots-test-${++buckets}`
 
-const storeOn = (bucket: string, options: Partial<KvSnapshotStore.KvSnapshotStoreOptions> = {}) =>
-  KvSnapshotStore.make({ bucket, connection: connection(), ...options })
+/** A store on a connection of its own. */
+const storeWith = (options: KvSnapshotStore.KvSnapshotStoreOptions) =>
+  Effect.flatMap(NatsConnection.make(connection()), ({ nc }) => KvSnapshotStore.fromConnection(nc, options))
+
+const storeOn = (bucket: string, options: Partial<KvSnapshotStore.KvSnapshotStoreOptions> = {}) => storeWith({ bucket, ...options })
 
 /** The bucket as any NATS client sees it: for what a store never writes, and to look inside. */
 const rawBucket = (bucket: string) =>
-  Effect.flatMap(NatsTransport.connection(connection()), (nc) => Effect.promise(() => new Kvm(nc).open(bucket)))
+  Effect.flatMap(NatsConnection.make(connection()), ({ nc }) => Effect.promise(() => new Kvm(nc).open(bucket)))
 
 const keysOf = (kv: KV, filter: string) =>
   Effect.promise(async () => {
@@ -225,9 +228,9 @@ describe("KvSnapshotStore", () => {
       assert.include(tooSmall.message, "chunkBytes")
       const history = yield* Effect.flip(storeOn(nextBucket(), { history: 65 }))
       assert.include(history.message, "history")
-      const noBucket = yield* Effect.flip(KvSnapshotStore.make({ connection: connection() }))
+      const noBucket = yield* Effect.flip(storeWith({}))
       assert.include(noBucket.message, "bucket or a namespace")
-      const store = yield* KvSnapshotStore.make({ namespace: "kvtest", connection: connection() })
+      const store = yield* storeWith({ namespace: "kvtest" })
       assert.strictEqual(store.bucket, "jitbox-snapshots-kvtest")
     }))
 
@@ -256,7 +259,7 @@ describe("KvSnapshotStore", () => {
       const prefix = Subject.prefix(Ids.namespace("kvtakeover"))
       const host = (scope: Scope.Scope) =>
         Effect.flatMap(
-          Layer.buildWithScope(Layer.merge(MemoryTransport.layer(), KvSnapshotStore.layer({ bucket, connection: connection() })), scope),
+          Layer.buildWithScope(Layer.merge(MemoryTransport.layer(), KvSnapshotStore.layer({ bucket }).pipe(Layer.provide(NatsConnection.layer(connection())))), scope),
           (context) => Sessions.make({ prefix, harness: { tools: [add] } }).pipe(Effect.provide(context), Scope.extend(scope))
         )
 

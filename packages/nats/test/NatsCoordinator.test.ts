@@ -5,8 +5,10 @@
  */
 import { NatsServer } from "@jitbox/testing"
 import { afterAll, beforeAll } from "vitest"
+import * as Layer from "effect/Layer"
 import { coordinatorConformance } from "../../runtime/test/CoordinatorConformance.js"
 import * as KvLedger from "../src/KvLedger.js"
+import * as NatsConnection from "../src/NatsConnection.js"
 import * as NatsTransport from "../src/NatsTransport.js"
 
 let server: NatsServer.Handle | undefined
@@ -19,6 +21,6 @@ const connection = () => ({ servers: server!.url, reconnectTimeWaitMs: 100 })
 
 coordinatorConformance(
   "NatsTransport and KvLedger",
-  () => NatsTransport.layer(connection()),
-  (namespace) => KvLedger.layer({ bucket: KvLedger.bucketOf(namespace), connection: connection() })
+  () => NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer(connection()))),
+  (namespace) => KvLedger.layer({ bucket: KvLedger.bucketOf(namespace) }).pipe(Layer.provide(NatsConnection.layer(connection())))
 )

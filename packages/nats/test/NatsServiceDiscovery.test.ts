@@ -8,17 +8,18 @@
 import { Coordinator, ExecutionProfile, Ids, Ledger, Subject, Worker } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
 import { assert, describe, it } from "@effect/vitest"
-import { connect, errors, type NatsConnection } from "@nats-io/transport-node"
+import { connect, errors, type NatsConnection as NatsClient } from "@nats-io/transport-node"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { afterAll, beforeAll } from "vitest"
+import * as NatsConnection from "../src/NatsConnection.js"
 import * as NatsTransport from "../src/NatsTransport.js"
 
 let server: NatsServer.Handle | undefined
-let nc: NatsConnection | undefined
+let nc: NatsClient | undefined
 beforeAll(async () => {
   server = await NatsServer.start()
   nc = await connect({ servers: server.url })
@@ -78,7 +79,7 @@ const gather = <A, I>(schema: Schema.Schema<A, I>, subject: string, count?: numb
 const ids = (answers: ReadonlyArray<{ readonly id: string }>) => answers.map((answer) => answer.id).sort()
 
 /** A connection of its own for the rest of the scope. */
-const connection = () => Layer.build(NatsTransport.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))
+const connection = () => Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))))
 
 describe("NATS service discovery on a real nats-server", () => {
   it.live("two workers and a coordinator answer PING, INFO and STATS as the micro protocol says", () =>

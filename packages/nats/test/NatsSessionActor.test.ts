@@ -4,7 +4,9 @@
  */
 import { NatsServer } from "@jitbox/testing"
 import { afterAll, beforeAll } from "vitest"
+import * as Layer from "effect/Layer"
 import { sessionConformance } from "../../runtime/test/SessionConformance.js"
+import * as NatsConnection from "../src/NatsConnection.js"
 import * as NatsTransport from "../src/NatsTransport.js"
 
 let server: NatsServer.Handle | undefined
@@ -13,4 +15,4 @@ beforeAll(async () => {
 })
 afterAll(() => server?.close())
 
-sessionConformance("NatsTransport", () => NatsTransport.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))
+sessionConformance("NatsTransport", () => NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))))

@@ -4,7 +4,9 @@
  */
 import { NatsServer } from "@jitbox/testing"
 import { afterAll, beforeAll } from "vitest"
+import * as Layer from "effect/Layer"
 import { streamConformance } from "../../runtime/test/StreamConformance.js"
+import * as NatsConnection from "../src/NatsConnection.js"
 import * as NatsTransport from "../src/NatsTransport.js"
 
 let server: NatsServer.Handle | undefined
@@ -13,4 +15,4 @@ beforeAll(async () => {
 })
 afterAll(() => server?.close())
 
-streamConformance("NatsTransport", () => NatsTransport.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))
+streamConformance("NatsTransport", () => NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))))

@@ -6,11 +6,13 @@
 import { NatsServer } from "@jitbox/testing"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import * as net from "node:net"
 import { afterAll, beforeAll } from "vitest"
 import { Ids, Subject, Transport, TransportError } from "@jitbox/runtime"
 import { transportConformance } from "../../runtime/test/TransportConformance.js"
+import * as NatsConnection from "../src/NatsConnection.js"
 import * as NatsTransport from "../src/NatsTransport.js"
 
 let server: NatsServer.Handle | undefined
@@ -21,7 +23,10 @@ afterAll(() => server?.close())
 
 const url = () => server!.url
 
-transportConformance("NatsTransport", () => NatsTransport.layer({ servers: url(), reconnectTimeWaitMs: 100 }))
+transportConformance("NatsTransport", () => NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: url(), reconnectTimeWaitMs: 100 }))))
+
+/** The transport's layer over a connection of its own, built. */
+const transportLayer = (options: NatsConnection.NatsConnectionOptions) => Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer(options))))
 
 /** Polls `check` every 20 ms until it holds; fails after `ms`. */
 const waitUntil = (what: string, ms: number, check: () => boolean | Promise<boolean>): Effect.Effect<void, Error> =>
@@ -54,21 +59,21 @@ describe("NatsTransport with a real server", () => {
   it.scopedLive("no server at the address: the layer fails with TransportError Connect", () =>
     Effect.gen(function*() {
       const port = yield* Effect.promise(unusedPort)
-      const error = yield* Effect.flip(NatsTransport.make({ servers: `nats://127.0.0.1:${port}`, connectTimeoutMs: 2_000 }))
+      const error = yield* Effect.flip(transportLayer({ servers: `nats://127.0.0.1:${port}`, connectTimeoutMs: 2_000 }))
       assert.strictEqual(error.reason, "Connect")
       assert.include(error.detail, String(port))
     }))
 
   it.scopedLive("an unreadable credentials file fails with TransportError Connect naming it", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(NatsTransport.make({ servers: url(), credentialsFile: "/nonexistent/jitbox.creds" }))
+      const error = yield* Effect.flip(transportLayer({ servers: url(), credentialsFile: "/nonexistent/jitbox.creds" }))
       assert.strictEqual(error.reason, "Connect")
       assert.include(error.detail, "/nonexistent/jitbox.creds")
     }))
 
   it.scopedLive("maxPayload is the server's max_payload", () =>
     Effect.gen(function*() {
-      const transport = yield* NatsTransport.make({ servers: url() })
+      const transport = yield* Effect.map(NatsConnection.make({ servers: url() }), NatsTransport.fromConnection)
       assert.strictEqual(transport.maxPayload(), 1_048_576)
     }))
 
@@ -77,8 +82,8 @@ describe("NatsTransport with a real server", () => {
     () =>
       Effect.gen(function*() {
         const options = { servers: url(), reconnectTimeWaitMs: 100 }
-        const requester = yield* NatsTransport.make({ ...options, name: "requester" })
-        const responder = yield* NatsTransport.make({ ...options, name: "responder" })
+        const requester = yield* Effect.map(NatsConnection.make({ ...options, name: "requester" }), NatsTransport.fromConnection)
+        const responder = yield* Effect.map(NatsConnection.make({ ...options, name: "responder" }), NatsTransport.fromConnection)
         const prefix = Subject.prefix(Ids.namespace("restart"))
         const subject = Subject.workerInvoke(prefix, Ids.poolName("default"), "javascript")
         let taken = 0

@@ -15,6 +15,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { afterAll, beforeAll } from "vitest"
+import * as NatsConnection from "../../nats/src/NatsConnection.js"
 import * as NatsTransport from "../../nats/src/NatsTransport.js"
 import { exited, spawnReady, waitUntil } from "../../nats/test/fixtures/processes.js"
 import { type ReceivedSpan, receiver } from "./fixtures/otlpReceiver.js"
@@ -48,7 +49,7 @@ const boomSource = `export const boom = tool({
 /** Sessions in this process on the namespace's workers, with jitbox's OpenTelemetry exporting to `url`. */
 const sessionsHere = (url: string, prefix: Subject.Prefix) =>
   Effect.gen(function*() {
-    const transport = yield* Layer.build(NatsTransport.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))
+    const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: server!.url, reconnectTimeWaitMs: 100 }))))
     const otel = yield* Layer.build(Otel.layer().pipe(Layer.provide(otlpSdk(url, "jitbox-session"))))
     const runner = yield* Layer.build(RemoteCodeRunner.layer({ prefix })).pipe(Effect.provide(Context.merge(transport, otel)))
     const context = Context.add(Context.merge(Context.merge(transport, runner), otel), SnapshotStore.SnapshotStore, SnapshotStore.makeMemory())

@@ -14,6 +14,7 @@ import { Ids, RemoteSession, Subject } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
 import * as Effect from "effect/Effect"
 import { afterAll, beforeAll } from "vitest"
+import * as NatsConnection from "../../src/NatsConnection.js"
 import * as NatsTransport from "../../src/NatsTransport.js"
 import { alive, sandboxChild, waitUntil, workerProcess } from "../fixtures/processes.js"
 import { sessionsHere } from "../fixtures/sessionsHere.js"
@@ -83,7 +84,7 @@ describe("fault: cancel across processes", () => {
           policy: { allowedLanguages: ["JavaScript"], requireRootCoordinator: false, allowAsyncOperations: true, maximumConcurrentInvocations: 4, maximumInvocations: 20 }
         }
       })
-      const model = new RemoteSession.RemoteSession(yield* NatsTransport.make({ servers: server!.url }), "s1", { prefix })
+      const model = new RemoteSession.RemoteSession(yield* Effect.map(NatsConnection.make({ servers: server!.url }), NatsTransport.fromConnection), "s1", { prefix })
       const call = <A>(name: string, args: unknown) => Effect.promise(() => model.callTool(name, args) as Promise<A>)
       yield* Effect.promise(() => model.createTool({ entrypoint: "hold", language: "javascript", source: holdJs }))
 

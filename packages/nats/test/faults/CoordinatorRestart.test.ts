@@ -21,6 +21,7 @@ import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { afterAll, beforeAll } from "vitest"
+import * as NatsConnection from "../../src/NatsConnection.js"
 import * as NatsTransport from "../../src/NatsTransport.js"
 import { coordinatorProcess, exited } from "../fixtures/processes.js"
 import { rejection } from "../fixtures/sessionsHere.js"
@@ -74,11 +75,11 @@ describe("fault: the coordinator restarted", () => {
       const namespace = Ids.namespace(`crst_${Math.random().toString(36).slice(2, 8)}`)
       const prefix = Subject.prefix(namespace)
       const outer = yield* Effect.scope
-      const transport = yield* NatsTransport.make({ servers: server!.url, reconnectTimeWaitMs: 100 })
+      const transport = yield* Effect.map(NatsConnection.make({ servers: server!.url, reconnectTimeWaitMs: 100 }), NatsTransport.fromConnection)
       const withTransport = Effect.provideService(Transport.Transport, transport)
       // the harnesses here are built by hand, not by Sessions, so their messages carry no lease for the worker to check
       const worker = yield* Worker.make({ prefix, concurrency: 8, requireAdmission: false, sandbox: { maximumRuntimeEnvironments: 4, shortTimeoutSeconds: 30 } })
-        .pipe(Effect.provideService(Transport.Transport, yield* NatsTransport.make({ servers: server!.url })))
+        .pipe(Effect.provideService(Transport.Transport, yield* Effect.map(NatsConnection.make({ servers: server!.url }), NatsTransport.fromConnection)))
       let workerMost = 0
       const sampler = setInterval(() => workerMost = Math.max(workerMost, worker.running()), 5)
       yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(sampler)))

@@ -24,6 +24,7 @@ import { NatsServer } from "@jitbox/testing"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { afterAll, beforeAll } from "vitest"
+import * as NatsConnection from "../../src/NatsConnection.js"
 import * as NatsTransport from "../../src/NatsTransport.js"
 import { add } from "../../../core/test/fixtures.js"
 import { waitUntil, workerProcess } from "../fixtures/processes.js"
@@ -131,7 +132,7 @@ describe("fault: the nats-server restarted under load", () => {
         Effect.ignore,
         Effect.forkScoped
       )
-      const clientTransport = yield* NatsTransport.make({ servers: server!.url, reconnectTimeWaitMs: 100 })
+      const clientTransport = yield* Effect.map(NatsConnection.make({ servers: server!.url, reconnectTimeWaitMs: 100 }), NatsTransport.fromConnection)
       const client = new RemoteSession.RemoteSession(clientTransport, sessionId, { prefix, timeoutMs: callTimeoutMs })
       yield* Effect.promise(async () => {
         await client.createTool({ entrypoint: "work", language: "javascript", source: workJs })

@@ -16,6 +16,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import * as NatsConnection from "../../src/NatsConnection.js"
 import * as NatsTransport from "../../src/NatsTransport.js"
 import { twiceSource } from "../../../core/test/fixtures.js"
 import { exited, sessionHostProcess } from "../fixtures/processes.js"
@@ -58,12 +59,12 @@ describe("fault: a session host process killed", () => {
         Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-store-"))),
         (directory) => Effect.promise(() => fs.promises.rm(directory, { recursive: true, force: true }))
       )
-      const workerTransport = yield* NatsTransport.make({ servers: server!.url, reconnectTimeWaitMs: 100 })
+      const workerTransport = yield* Effect.map(NatsConnection.make({ servers: server!.url, reconnectTimeWaitMs: 100 }), NatsTransport.fromConnection)
       // the session hosts run without a coordinator
       yield* Worker.make({ prefix, requireAdmission: false, sandbox: { shortTimeoutSeconds: 30, activationTimeoutSeconds: 30 } })
         .pipe(Effect.provideService(Transport.Transport, workerTransport))
       const first = yield* sessionHostProcess(server!.url, namespace, store)
-      const session = new RemoteSession.RemoteSession(yield* NatsTransport.make({ servers: server!.url }), "s1", { prefix, timeoutMs: 60_000 })
+      const session = new RemoteSession.RemoteSession(yield* Effect.map(NatsConnection.make({ servers: server!.url }), NatsTransport.fromConnection), "s1", { prefix, timeoutMs: 60_000 })
 
       yield* Effect.promise(async () => {
         await session.createTool({ entrypoint: "twice", source: twiceSource })

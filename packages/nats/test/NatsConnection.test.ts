@@ -1,0 +1,101 @@
+/**
+ * One connection per process, on a real nats-server with its monitoring port open: the transport
+ * and every KV service built on one `NatsConnection.layer` are one client connection as the
+ * server counts them (`/connz`), used by all of them, and gone once the layer's scope closes.
+ */
+import { Ids, Ledger, SessionOwnership, SnapshotStore, Subject, Transport } from "@jitbox/runtime"
+import { NatsServer } from "@jitbox/testing"
+import { assert, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import * as net from "node:net"
+import { afterAll, beforeAll } from "vitest"
+import { conformanceSnapshot } from "../../runtime/test/SnapshotStoreConformance.js"
+import * as KvLedger from "../src/KvLedger.js"
+import * as KvSessionOwnership from "../src/KvSessionOwnership.js"
+import * as KvSnapshotStore from "../src/KvSnapshotStore.js"
+import * as NatsConnection from "../src/NatsConnection.js"
+import * as NatsTransport from "../src/NatsTransport.js"
+
+const unusedPort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const probe = net.createServer()
+    probe.once("error", reject)
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address()
+      probe.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
+    })
+  })
+
+let server: NatsServer.Handle | undefined
+let monitoring = 0
+beforeAll(async () => {
+  monitoring = await unusedPort()
+  server = await NatsServer.start({ config: `http: "127.0.0.1:${monitoring}"\n` })
+})
+afterAll(() => server?.close())
+
+interface Connz {
+  readonly num_connections: number
+  readonly connections: ReadonlyArray<{ readonly name?: string; readonly subscriptions: number }>
+}
+
+/** The client connections the server counts now. */
+const connz = Effect.promise(async (): Promise<Connz> => {
+  const response = await fetch(`http://127.0.0.1:${monitoring}/connz?subs=1`)
+  return (await response.json()) as Connz
+})
+
+/** The server's connections named `name`, once `count` of them are open (the server sees a close a moment later). */
+const namedUntil = (name: string, count: number) =>
+  connz.pipe(
+    Effect.map((state) => state.connections.filter((connection) => connection.name === name)),
+    Effect.repeat({ until: (named) => named.length === count }),
+    Effect.timeout("5 seconds")
+  )
+
+describe("NatsConnection", () => {
+  it.scopedLive("the transport, the KV ledger, snapshot store and session ownership share one connection, closed with the layer's scope", () =>
+    Effect.gen(function*() {
+      const name = "jitbox-shared-test"
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        Layer.mergeAll(
+          NatsTransport.layer,
+          KvLedger.layer({ bucket: "shared-ledger" }),
+          KvSnapshotStore.layer({ bucket: "shared-snapshots" }),
+          KvSessionOwnership.layer({ bucket: "shared-owners" })
+        ).pipe(Layer.provideMerge(NatsConnection.layer({ servers: server!.url, name }))),
+        scope
+      )
+
+      // every service works on it
+      const transport = Context.get(context, Transport.Transport)
+      const subject = Subject.sessionCall(Subject.prefix(Ids.namespace("shared")), Ids.sessionId("s1"))
+      yield* Scope.extend(transport.serve(subject, { concurrency: 1, graceMs: 0 }, async (request) => `echo:${Transport.text(request)}`), scope)
+      assert.strictEqual(Transport.text(yield* Effect.promise(() => transport.request(subject, "ping", { timeoutMs: 5_000 }))), "echo:ping")
+      const ledger = Context.get(context, Ledger.Ledger)
+      yield* ledger.put("session.s1", { used: 1 }, 0)
+      assert.deepStrictEqual((yield* ledger.get("session.s1"))?.value, { used: 1 })
+      const snapshots = Context.get(context, SnapshotStore.SnapshotStore)
+      yield* snapshots.save(Ids.sessionId("s1"), conformanceSnapshot)
+      assert.deepStrictEqual(Option.getOrThrow(yield* snapshots.load(Ids.sessionId("s1"))), conformanceSnapshot)
+      const claim = yield* Context.get(context, SessionOwnership.SessionOwnership).claim(Ids.sessionId("s1"), "host-a")
+      assert.strictEqual(claim.ownerId, "host-a")
+
+      // one connection, holding the transport's subscription
+      const named = yield* namedUntil(name, 1)
+      assert.strictEqual(named.length, 1)
+      assert.isAtLeast(named[0]!.subscriptions, 1)
+      assert.strictEqual((yield* connz).num_connections, 1)
+      assert.strictEqual(Context.get(context, NatsConnection.NatsConnection).nc.isClosed(), false)
+
+      yield* Scope.close(scope, Exit.void)
+      assert.lengthOf(yield* namedUntil(name, 0), 0)
+      assert.strictEqual(Context.get(context, NatsConnection.NatsConnection).nc.isClosed(), true)
+    }))
+})
