@@ -11,7 +11,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
-import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { add, twiceSource } from "../../core/test/fixtures.js"
 import { connect } from "../src/index.js"
@@ -40,15 +39,6 @@ afterAll(async () => {
   await server?.close()
 })
 
-const unusedPort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const probe = net.createServer()
-    probe.once("error", reject)
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address()
-      probe.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
-    })
-  })
 
 const rejectionOf = (promise: Promise<unknown>): Promise<unknown> =>
   promise.then((value) => Promise.reject(new Error(`expected a rejection, got ${JSON.stringify(value)}`)), (error: unknown) => error)
@@ -103,7 +93,7 @@ describe("connect", () => {
   })
 
   it("no server at the address rejects with TransportError Connect itself", async () => {
-    const port = await unusedPort()
+    const port = await NatsServer.freePort()
     const error = await rejectionOf(connect({ servers: `nats://127.0.0.1:${port}`, namespace, connectTimeoutMs: 2_000 }))
     expect(error).toBeInstanceOf(TransportError.TransportError)
     expect(error).toMatchObject({ _tag: "TransportError", reason: "Connect" })

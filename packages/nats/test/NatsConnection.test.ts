@@ -12,7 +12,6 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import * as net from "node:net"
 import { afterAll, beforeAll } from "vitest"
 import { conformanceSnapshot } from "../../runtime/test/SnapshotStoreConformance.js"
 import * as KvLedger from "../src/KvLedger.js"
@@ -21,20 +20,11 @@ import * as KvSnapshotStore from "../src/KvSnapshotStore.js"
 import * as NatsConnection from "../src/NatsConnection.js"
 import * as NatsTransport from "../src/NatsTransport.js"
 
-const unusedPort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const probe = net.createServer()
-    probe.once("error", reject)
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address()
-      probe.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
-    })
-  })
 
 let server: NatsServer.Handle | undefined
 let monitoring = 0
 beforeAll(async () => {
-  monitoring = await unusedPort()
+  monitoring = await NatsServer.freePort()
   server = await NatsServer.start({ config: `http: "127.0.0.1:${monitoring}"\n` })
 })
 afterAll(() => server?.close())

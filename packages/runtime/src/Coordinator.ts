@@ -77,11 +77,13 @@ export interface Coordinator {
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, TransportError, Scope.Scope | Transport.Transport | Ledger> =>
+export const make = (
+  options: CoordinatorOptions
+): Effect.Effect<Coordinator, TransportError | HarnessError.ConfigError, Scope.Scope | Transport.Transport | Ledger> =>
   Effect.gen(function*() {
     const perGrant = options.invocationsPerGrant ?? 256
     if (!Number.isSafeInteger(perGrant) || perGrant < 1) {
-      return yield* Effect.die(new HarnessError.ConfigError({ option: "invocationsPerGrant", detail: `expected an integer ≥ 1, got ${perGrant}` }))
+      return yield* new HarnessError.ConfigError({ option: "invocationsPerGrant", detail: `expected an integer ≥ 1, got ${perGrant}` })
     }
     const prefix = Subject.prefix(options.namespace, options.subjectRoot)
     const grants: LeaseGrants.Grants = {
@@ -115,6 +117,6 @@ export const make = (options: CoordinatorOptions): Effect.Effect<Coordinator, Tr
       description: "admission, leases and policy of a jitbox namespace",
       metadata: { namespace: options.namespace },
       endpoints: [endpoint]
-    }).pipe(Effect.catchTag("ConfigError", Effect.die))
+    })
     return { id: service.id, requests: () => answered }
   })

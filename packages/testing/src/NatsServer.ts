@@ -89,7 +89,8 @@ const defaultBinary = (): string => {
   return fs.existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server"
 }
 
-const freePort = (): Promise<number> =>
+/** A TCP port of 127.0.0.1 that nothing listens on now. @since 0.1.0 @category constructors */
+export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const probe = net.createServer()
     probe.once("error", reject)
