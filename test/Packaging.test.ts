@@ -20,6 +20,7 @@ import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { NatsServer } from "@jitbox/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
@@ -354,4 +355,36 @@ describe("the packed packages in a project outside the repository", () => {
   it("the program type-checks against the installed declaration files (strict, NodeNext)", async () => {
     await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: path.join(work!, "project"), timeoutMs: 200_000 })
   }, 240_000)
+
+  it("a project on another major version of effect installs @jitbox/nats and uses connect() (jitbox brings its own effect 3)", async () => {
+    const project = path.join(work!, "effect4")
+    fs.mkdirSync(project)
+    fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "effect4-consumer", version: "1.0.0", private: true, type: "module" }, null, 2))
+    fs.writeFileSync(path.join(project, "main.js"), effect4Program)
+    await run("npm", [
+      "install",
+      "--no-audit",
+      "--no-fund",
+      ...(["core", "sandbox", "runtime", "nats"] as const).map((name) => packed.get(name)!.tarball),
+      "effect@4.1.5"
+    ], { cwd: project, timeoutMs: 200_000 })
+    const server = await NatsServer.start()
+    try {
+      const { stdout } = await run(process.execPath, ["main.js"], { cwd: project, env: { ...plainEnv, NATS_URL: server.url }, timeoutMs: 60_000 })
+      expect(JSON.parse(stdout.trim())).toEqual({ effect: "4.1.5", tag: "TransportError", reason: "NoResponders" })
+    } finally {
+      await server.close()
+    }
+  }, 300_000)
 })
+
+/** A consumer that has effect 4 itself and talks to jitbox with Promises only. */
+const effect4Program = `import { connect } from "@jitbox/nats"
+import * as fs from "node:fs"
+
+const effect = JSON.parse(fs.readFileSync("node_modules/effect/package.json", "utf8")).version
+const jitbox = await connect({ servers: process.env.NATS_URL, namespace: "outside" })
+const error = await jitbox.session("s1").listTools().then(() => undefined, (rejection) => rejection)
+console.log(JSON.stringify({ effect, tag: error?._tag, reason: error?.reason }))
+await jitbox.close()
+`
