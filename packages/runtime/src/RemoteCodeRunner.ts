@@ -13,9 +13,10 @@
  * - a nested `harness.callTool` from code on a worker arrives on `session.<sid>.nested` and goes
  *   into the harness by the parent's call id (the harness resolves parent and depth itself);
  * - a cancelled call (its signal aborts) is cancelled on the worker by call id (`workers.cancel`);
- * - a session admitted by the coordinator (`Sessions` with `admission`) is found in
- *   `SessionLeases`: each message carries its lease id, which the worker checks with the
- *   coordinator, and goes to its profile's pool (`location`) or pinned worker (`sandboxNodeId`);
+ * - a session admitted by the coordinator (`Sessions` with `admission`) hands its lease with the
+ *   host it activates with (`CallHost.grant`, read at each send): each message carries its lease
+ *   id, which the worker checks with the coordinator, and goes to its profile's pool (`location`)
+ *   or pinned worker (`sandboxNodeId`);
  * - with a `TraceContext` in the context, an invocation carries the call's trace context in its
  *   headers, and a nested call is dispatched in the context its request carried;
  * - `release` forgets the activation; a session with no activation left stops serving its
@@ -29,11 +30,9 @@ import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as SessionLeases from "./SessionLeases.js"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import { attempt, failed, okValue } from "./internal/replies.js"
@@ -81,6 +80,8 @@ export const defaults = {
 
 interface Registered {
   readonly sessionId: Ids.SessionId
+  /** The harness that activated it: its `grant` is read at each message sent. */
+  readonly host: CodeRunner.CallHost
   readonly versionId: string
   readonly fields: {
     readonly session_id: string
@@ -131,7 +132,6 @@ export const make = (
 ): Effect.Effect<CodeRunner.CodeRunnerShape, never, Scope.Scope | Transport.Transport> =>
   Effect.gen(function*() {
     const transport = yield* Transport.Transport
-    const leases = Option.getOrUndefined(yield* Effect.serviceOption(SessionLeases.SessionLeases))
     const trace = yield* TraceContext.current
     const runtime = yield* Effect.runtime<never>()
     const run = Runtime.runPromise(runtime)
@@ -305,13 +305,13 @@ export const make = (
     }
 
     /** Where a message of the session goes, and the lease it carries. */
-    const route = (sessionId: string, language: CodeLanguage): { readonly subject: Subject.Subject; readonly lease: { lease_id?: string } } => {
-      const lease = leases?.get(sessionId)
+    const route = (host: CodeRunner.CallHost, language: CodeLanguage): { readonly subject: Subject.Subject; readonly lease: { lease_id?: string } } => {
+      const lease = host.grant?.()
       if (lease === undefined) return { subject: Subject.workerInvoke(prefix, pool, language), lease: {} }
       const subject = lease.sandboxNodeId !== undefined
         ? Subject.nodeInvoke(prefix, Ids.workerId(lease.sandboxNodeId), language)
         : Subject.workerInvoke(prefix, lease.location === undefined ? pool : Ids.poolName(lease.location), language)
-      return { subject, lease: { lease_id: lease.leaseId() } }
+      return { subject, lease: { lease_id: lease.id } }
     }
 
     const activate = async (source: CodeRunner.CodeSource, host: CodeRunner.CallHost): Promise<CodeRunner.CodeToolMetadata> => {
@@ -323,6 +323,7 @@ export const make = (
       else entry.packages.set(source.versionId, { bytes: Buffer.from(JSON.stringify({ files: source.files })), holders: 1 })
       const registered: Registered = {
         sessionId,
+        host,
         versionId: source.versionId,
         fields: {
           session_id: sessionId,
@@ -336,7 +337,7 @@ export const make = (
       activations.set(source.activationId, registered)
       try {
         await entry.serving
-        const { lease, subject } = route(sessionId, source.language)
+        const { lease, subject } = route(host, source.language)
         const deadline = clock.unsafeCurrentTimeMillis() + (options.activateTimeoutMs ?? defaults.activateTimeoutMs)
         const metadata = await request(subject, Envelope.encode("activate", { ...registered.fields, ...lease }), deadline, 0)
         const decoded = Envelope.decodeParsed(WorkerProtocol.Metadata, metadata, subject)
@@ -353,7 +354,7 @@ export const make = (
       if (registered === undefined) {
         throw new TransportError({ reason: "InvalidArgument", subject: "", detail: `activation ${invocation.activationId} was released` })
       }
-      const { lease, subject } = route(registered.sessionId, registered.fields.language)
+      const { lease, subject } = route(registered.host, registered.fields.language)
       const context = invocation.context
       const now = clock.unsafeCurrentTimeMillis()
       const timeoutMs = context.deadline === null ? null : Math.max(1, context.deadline - now)
@@ -427,13 +428,12 @@ export const make = (
 
 /**
  * `CodeRunner` as a remote runner: provide it to `Sessions` (with a `Transport`) and every
- * session runs its code on the pool's workers. It provides the `SessionLeases` it reads, so the
- * leases of a `Sessions` built on it reach the workers.
+ * session runs its code on the pool's workers. An admitted session's lease comes with its harness
+ * (`CallHost.grant`), so any number of hosts and runners share a process without crossing.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer = (
   options: RemoteCodeRunnerOptions
-): Layer.Layer<CodeRunner.CodeRunner | SessionLeases.SessionLeases, never, Transport.Transport> =>
-  Layer.provideMerge(Layer.scoped(CodeRunner.CodeRunner, make(options)), SessionLeases.layer)
+): Layer.Layer<CodeRunner.CodeRunner, never, Transport.Transport> => Layer.scoped(CodeRunner.CodeRunner, make(options))
