@@ -42,7 +42,7 @@ export const sender = (options: {
         }
       }
     })
-    yield* Effect.forkScoped(Effect.interruptible(Effect.repeat(Effect.delay(beat, options.intervalMs), Schedule.spaced(options.intervalMs))))
+    yield* Effect.forkScoped(Effect.interruptible(Effect.repeat(beat, Schedule.spaced(options.intervalMs))))
   })
 
 /** One invocation in flight, as the watchdog sees it. */
@@ -95,7 +95,7 @@ export const watchdog = (options: {
         }
       }
     })
-    yield* Effect.forkScoped(Effect.interruptible(Effect.repeat(Effect.delay(sweep, options.intervalMs), Schedule.spaced(options.intervalMs))))
+    yield* Effect.forkScoped(Effect.interruptible(Effect.repeat(sweep, Schedule.spaced(options.intervalMs))))
 
     const watch: Watchdog["watch"] = (sessionId, callId, toolName, subject) => {
       const watched: Watched = { lastHeard: now(), lost: new AbortController(), sessionId, toolName, callId, subject }
