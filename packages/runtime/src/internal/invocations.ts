@@ -16,6 +16,7 @@
  */
 import { ThrownValue, type CodeRunner } from "@jitbox/core"
 import type { SandboxRunner } from "@jitbox/sandbox"
+import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schedule from "effect/Schedule"
@@ -85,6 +86,103 @@ export interface Invocations {
 
 const key = (sessionId: string, callId: string): string => `${sessionId}\u0000${callId}`
 
+/** What the functions on the running table share. */
+interface Table {
+  readonly options: Options
+  readonly transport: Transport.TransportShape
+  readonly clock: Clock.Clock
+  readonly running: Map<string, Running>
+}
+
+const finish = (options: Options, request: WorkerProtocol.Invocation, outcome: Finished["outcome"]) => {
+  try {
+    options.onInvocation?.({ workerId: options.workerId, sessionId: request.sessionId, toolName: request.toolName, callId: request.callId, outcome })
+  } catch {
+    // a log must not change the invocation's answer
+  }
+}
+
+/** Runs one invocation in its activation and answers the reply text; it is in the running table while it runs. */
+const runOne = async (
+  { clock, options, running }: Table,
+  request: WorkerProtocol.Invocation,
+  entry: Activation,
+  activations: Activations,
+  drained: AbortSignal,
+  subject: string,
+  headers: Transport.Headers
+): Promise<string> => {
+  activations.hold(entry)
+  const runningKey = key(request.sessionId, request.callId)
+  const controller = new AbortController()
+  const deadline = request.timeoutMs === null ? null : clock.unsafeCurrentTimeMillis() + request.timeoutMs
+  const abort = () => controller.abort()
+  drained.addEventListener("abort", abort, { once: true })
+  const traced = options.trace.startInvocation(headers, {
+    workerId: options.workerId,
+    sessionId: request.sessionId,
+    toolName: request.toolName,
+    callId: request.callId,
+    parentCallId: request.parentCallId,
+    depth: request.depth
+  })
+  running.set(runningKey, { sessionId: request.sessionId, callId: request.callId, controller, deadline, trace: traced })
+  let finished = false
+  let errorType: string | null = null
+  try {
+    await entry.ready
+    const result = await options.sandbox.invoke(
+      {
+        activationId: entry.activationId,
+        toolName: request.toolName,
+        args: request.args,
+        context: {
+          sessionId: request.sessionId,
+          callId: request.callId,
+          parentCallId: request.parentCallId,
+          depth: request.depth,
+          withinChange: request.withinChange,
+          // the sandbox's own bound is the backstop too, so it never races the session's timeout
+          deadline: deadline === null ? null : deadline + DeadlineBackstopMs
+        }
+      },
+      controller.signal
+    )
+    finished = true
+    return okValue(result, `the result of '${request.toolName}'`, subject)
+  } catch (error) {
+    errorType = ThrownValue.errorType(error)
+    throw error
+  } finally {
+    drained.removeEventListener("abort", abort)
+    running.delete(runningKey)
+    activations.release(entry)
+    const outcome = finished ? "ok" : controller.signal.aborted ? "cancelled" : "failed"
+    traced.end(outcome, errorType)
+    finish(options, request, outcome)
+  }
+}
+
+/** The host the code of `sessionId` calls back into: nested calls within the running call's deadline, aborted with it. */
+const nestedHost = ({ clock, options, running, transport }: Table, sessionId: Ids.SessionId): CodeRunner.CallHost => {
+  const subject = Subject.sessionNested(options.prefix, sessionId)
+  return {
+    sessionId,
+    callTool: async (parentCallId, name, args) => {
+      const parent = running.get(key(sessionId, parentCallId))
+      const timeoutMs = parent?.deadline == null ? options.nestedTimeoutMs : Math.max(1, parent.deadline - clock.unsafeCurrentTimeMillis())
+      const json = Envelope.encodeValue(args, `the arguments of '${name}'`, subject)
+      if (json instanceof TransportError) throw json
+      const body = Wire.message(WorkerProtocol.session, "nested", { parentCallId, name }, "args", json, subject)
+      if (Either.isLeft(body)) throw body.left
+      const reply = await transport.request(subject, body.right, { timeoutMs, signal: parent?.controller.signal, headers: parent?.trace.headers })
+      const answer = valueOf(reply, subject)
+      if (!("value" in answer)) throw answer
+      return answer.value
+    }
+  }
+}
+
 /** The invocations of a worker; its cancel subscription and backstop run until the scope closes. */
 export const make = (options: Options): Effect.Effect<Invocations, TransportError, Scope.Scope | Transport.Transport> =>
   Effect.gen(function*() {
@@ -114,84 +212,10 @@ export const make = (options: Options): Effect.Effect<Invocations, TransportErro
     })
     yield* Effect.forkScoped(Effect.interruptible(Effect.repeat(backstop, Schedule.spaced(sweepMs))))
 
-    const finish = (request: WorkerProtocol.Invocation, outcome: Finished["outcome"]) => {
-      try {
-        options.onInvocation?.({ workerId: options.workerId, sessionId: request.sessionId, toolName: request.toolName, callId: request.callId, outcome })
-      } catch {
-        // a log must not change the invocation's answer
-      }
-    }
-
-    const run: Invocations["run"] = async (request, entry, activations, drained, subject, headers) => {
-      activations.hold(entry)
-      const runningKey = key(request.sessionId, request.callId)
-      const controller = new AbortController()
-      const deadline = request.timeoutMs === null ? null : clock.unsafeCurrentTimeMillis() + request.timeoutMs
-      const abort = () => controller.abort()
-      drained.addEventListener("abort", abort, { once: true })
-      const traced = options.trace.startInvocation(headers, {
-        workerId: options.workerId,
-        sessionId: request.sessionId,
-        toolName: request.toolName,
-        callId: request.callId,
-        parentCallId: request.parentCallId,
-        depth: request.depth
-      })
-      running.set(runningKey, { sessionId: request.sessionId, callId: request.callId, controller, deadline, trace: traced })
-      let finished = false
-      let errorType: string | null = null
-      try {
-        await entry.ready
-        const result = await options.sandbox.invoke(
-          {
-            activationId: entry.activationId,
-            toolName: request.toolName,
-            args: request.args,
-            context: {
-              sessionId: request.sessionId,
-              callId: request.callId,
-              parentCallId: request.parentCallId,
-              depth: request.depth,
-              withinChange: request.withinChange,
-              // the sandbox's own bound is the backstop too, so it never races the session's timeout
-              deadline: deadline === null ? null : deadline + DeadlineBackstopMs
-            }
-          },
-          controller.signal
-        )
-        finished = true
-        return okValue(result, `the result of '${request.toolName}'`, subject)
-      } catch (error) {
-        errorType = ThrownValue.errorType(error)
-        throw error
-      } finally {
-        drained.removeEventListener("abort", abort)
-        running.delete(runningKey)
-        activations.release(entry)
-        const outcome = finished ? "ok" : controller.signal.aborted ? "cancelled" : "failed"
-        traced.end(outcome, errorType)
-        finish(request, outcome)
-      }
-    }
-
-    const hostFor = (sessionId: Ids.SessionId): CodeRunner.CallHost => {
-      const subject = Subject.sessionNested(options.prefix, sessionId)
-      return {
-        sessionId,
-        callTool: async (parentCallId, name, args) => {
-          const parent = running.get(key(sessionId, parentCallId))
-          const timeoutMs = parent?.deadline == null ? options.nestedTimeoutMs : Math.max(1, parent.deadline - clock.unsafeCurrentTimeMillis())
-          const json = Envelope.encodeValue(args, `the arguments of '${name}'`, subject)
-          if (json instanceof TransportError) throw json
-          const body = Wire.message(WorkerProtocol.session, "nested", { parentCallId, name }, "args", json, subject)
-          if (Either.isLeft(body)) throw body.left
-          const reply = await transport.request(subject, body.right, { timeoutMs, signal: parent?.controller.signal, headers: parent?.trace.headers })
-          const answer = valueOf(reply, subject)
-          if (!("value" in answer)) throw answer
-          return answer.value
-        }
-      }
-    }
+    const table: Table = { options, transport, clock, running }
+    const hostFor = (sessionId: Ids.SessionId) => nestedHost(table, sessionId)
+    const run: Invocations["run"] = (request, entry, activations, drained, subject, headers) =>
+      runOne(table, request, entry, activations, drained, subject, headers)
 
     const calls = () => {
       const bySession = new Map<Ids.SessionId, Array<string>>()

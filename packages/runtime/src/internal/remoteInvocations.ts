@@ -58,6 +58,120 @@ const rethrow = (error: WireError.WireError): never => {
 const decodeMetadata = Schema.decodeUnknownEither(WorkerProtocol.Metadata)
 const encodeCancel = Schema.encodeSync(WorkerProtocol.CancelMessage)
 
+/** What sending shares. */
+interface Env {
+  readonly options: Options
+  readonly transport: Transport.TransportShape
+  readonly now: () => number
+  /** Pauses by the context's `Clock` (a `Busy` answer's back-off). */
+  readonly sleep: (ms: number) => Promise<void>
+  readonly route: (registered: Registered) => { readonly subject: Subject.Subject; readonly leaseId: Ids.LeaseId | undefined }
+  readonly cancel: (sessionId: Ids.SessionId, callId: string) => void
+}
+
+/**
+ * Sends until an answer other than `Busy` comes or `deadline` passes. The last wait lasts
+ * `graceMs` past the deadline: the harness's own timer (the signal) and the worker's answer
+ * say what happened at the deadline, not the transport's timeout racing them.
+ */
+const sendUntilAnswered = async (
+  { now, options, sleep, transport }: Env,
+  subject: Subject.Subject,
+  body: string,
+  deadline: number,
+  graceMs: number,
+  watched?: Heartbeats.Watched,
+  headers?: Transport.Headers
+): Promise<unknown> => {
+  const signal = watched?.lost.signal
+  let pause = options.busyRetryMs
+  for (;;) {
+    if (watched !== undefined) options.watchdog.heard(watched)
+    try {
+      const reply = await transport.request(subject, body, { timeoutMs: Math.max(1, deadline + graceMs - now()), signal, headers })
+      const answer = valueOf(reply, subject)
+      return "value" in answer ? answer.value : rethrow(answer)
+    } catch (error) {
+      // the worker went silent, or the caller gave up (the harness's deadline, a cancel): that
+      // reason says what happened, not the worker's answer to the cancel racing it
+      if (signal?.aborted === true && signal.reason !== undefined) throw signal.reason
+      const busy = error instanceof TransportError && error.reason === "Busy"
+      if (!busy || signal?.aborted === true || now() + pause >= deadline) throw error
+      await sleep(pause)
+      pause = Math.min(pause * 2, options.busyRetryMs * 32)
+    }
+  }
+}
+
+/** Sends one invocation, watched by the heartbeat watchdog while it is in flight, and answers its value. */
+const invokeOne = async (
+  env: Env,
+  registered: Registered,
+  invocation: CodeRunner.Invocation,
+  signal: AbortSignal | undefined
+): Promise<unknown> => {
+  const { cancel, now, options, route } = env
+  const { leaseId, subject } = route(registered)
+  const context = invocation.context
+  const sent = now()
+  const timeoutMs = context.deadline === null ? null : Math.max(1, context.deadline - sent)
+  const args = Envelope.encodeValue(invocation.args, `the arguments of '${invocation.toolName}'`, subject)
+  if (args instanceof TransportError) throw args
+  const body = Wire.message(WorkerProtocol.worker, "invoke", {
+    ...registered.fields,
+    leaseId,
+    toolName: invocation.toolName,
+    callId: context.callId,
+    parentCallId: context.parentCallId,
+    depth: context.depth,
+    withinChange: context.withinChange,
+    timeoutMs
+  }, "args", args, subject)
+  if (Either.isLeft(body)) throw body.left
+  const sessionId = registered.fields.sessionId
+  const watched = options.watchdog.watch(sessionId, context.callId, invocation.toolName, subject)
+  const lost = watched.lost
+  const onCallerAbort = () => {
+    cancel(sessionId, context.callId)
+    lost.abort(signal?.reason)
+  }
+  if (signal?.aborted === true) lost.abort(signal.reason)
+  signal?.addEventListener("abort", onCallerAbort, { once: true })
+  // a worker that went silent may still be alive (cut off from the session): tell it to stop
+  const onLost = () => {
+    const reason: unknown = lost.signal.reason
+    if (reason instanceof TransportError && reason.reason === "WorkerLost") cancel(sessionId, context.callId)
+  }
+  lost.signal.addEventListener("abort", onLost, { once: true })
+  try {
+    return await sendUntilAnswered(
+      env,
+      subject,
+      body.right,
+      sent + (timeoutMs ?? options.timeoutMs),
+      timeoutMs === null ? 0 : options.deadlineGraceMs,
+      watched,
+      options.trace.invocationHeaders(context)
+    )
+  } finally {
+    options.watchdog.unwatch(watched)
+    signal?.removeEventListener("abort", onCallerAbort)
+    lost.signal.removeEventListener("abort", onLost)
+  }
+}
+
+/** Asks a worker to load the activation, answering its metadata. */
+const activateOne = async (env: Env, registered: Registered): Promise<CodeRunner.CodeToolMetadata> => {
+  const { now, options, route } = env
+  const { leaseId, subject } = route(registered)
+  const body = Wire.message(WorkerProtocol.worker, "activate", { ...registered.fields, leaseId }, "args", undefined, subject)
+  if (Either.isLeft(body)) throw body.left
+  const metadata = decodeMetadata(await sendUntilAnswered(env, subject, body.right, now() + options.activateTimeoutMs, 0))
+  if (Either.isLeft(metadata)) throw new TransportError({ reason: "Decode", subject, detail: `the metadata: ${metadata.left.message.slice(0, 500)}` })
+  return metadata.right as CodeRunner.CodeToolMetadata
+}
+
+/** The sends of one runner, on the transport and `Clock` of the context. */
 export const make = (options: Options): Effect.Effect<RemoteInvocations, never, Transport.Transport> =>
   Effect.gen(function*() {
     const transport = yield* Transport.Transport
@@ -87,48 +201,6 @@ export const make = (options: Options): Effect.Effect<RemoteInvocations, never, 
       return { subject: subjectOf(grant, registered.fields.language), leaseId: grant?.id as Ids.LeaseId | undefined }
     }
 
-    /**
-     * Sends until an answer other than `Busy` comes or `deadline` passes. The last wait lasts
-     * `graceMs` past the deadline: the harness's own timer (the signal) and the worker's answer
-     * say what happened at the deadline, not the transport's timeout racing them.
-     */
-    const request = async (
-      subject: Subject.Subject,
-      body: string,
-      deadline: number,
-      graceMs: number,
-      watched?: Heartbeats.Watched,
-      headers?: Transport.Headers
-    ): Promise<unknown> => {
-      const signal = watched?.lost.signal
-      let pause = options.busyRetryMs
-      for (;;) {
-        if (watched !== undefined) options.watchdog.heard(watched)
-        try {
-          const reply = await transport.request(subject, body, { timeoutMs: Math.max(1, deadline + graceMs - now()), signal, headers })
-          const answer = valueOf(reply, subject)
-          return "value" in answer ? answer.value : rethrow(answer)
-        } catch (error) {
-          // the worker went silent, or the caller gave up (the harness's deadline, a cancel): that
-          // reason says what happened, not the worker's answer to the cancel racing it
-          if (signal?.aborted === true && signal.reason !== undefined) throw signal.reason
-          const busy = error instanceof TransportError && error.reason === "Busy"
-          if (!busy || signal?.aborted === true || now() + pause >= deadline) throw error
-          await run(Effect.sleep(pause))
-          pause = Math.min(pause * 2, options.busyRetryMs * 32)
-        }
-      }
-    }
-
-    const activate = async (registered: Registered): Promise<CodeRunner.CodeToolMetadata> => {
-      const { leaseId, subject } = route(registered)
-      const body = Wire.message(WorkerProtocol.worker, "activate", { ...registered.fields, leaseId }, "args", undefined, subject)
-      if (Either.isLeft(body)) throw body.left
-      const metadata = decodeMetadata(await request(subject, body.right, now() + options.activateTimeoutMs, 0))
-      if (Either.isLeft(metadata)) throw new TransportError({ reason: "Decode", subject, detail: `the metadata: ${metadata.left.message.slice(0, 500)}` })
-      return metadata.right as CodeRunner.CodeToolMetadata
-    }
-
     const cancel = (sessionId: Ids.SessionId, callId: string) => {
       try {
         transport.publish(Subject.workerCancel(options.prefix), JSON.stringify(encodeCancel({ v: 1, kind: "cancel", sessionId, callId })))
@@ -137,54 +209,7 @@ export const make = (options: Options): Effect.Effect<RemoteInvocations, never, 
       }
     }
 
-    const invoke = async (registered: Registered, invocation: CodeRunner.Invocation, signal: AbortSignal | undefined): Promise<unknown> => {
-      const { leaseId, subject } = route(registered)
-      const context = invocation.context
-      const sent = now()
-      const timeoutMs = context.deadline === null ? null : Math.max(1, context.deadline - sent)
-      const args = Envelope.encodeValue(invocation.args, `the arguments of '${invocation.toolName}'`, subject)
-      if (args instanceof TransportError) throw args
-      const body = Wire.message(WorkerProtocol.worker, "invoke", {
-        ...registered.fields,
-        leaseId,
-        toolName: invocation.toolName,
-        callId: context.callId,
-        parentCallId: context.parentCallId,
-        depth: context.depth,
-        withinChange: context.withinChange,
-        timeoutMs
-      }, "args", args, subject)
-      if (Either.isLeft(body)) throw body.left
-      const sessionId = registered.fields.sessionId
-      const watched = options.watchdog.watch(sessionId, context.callId, invocation.toolName, subject)
-      const lost = watched.lost
-      const onCallerAbort = () => {
-        cancel(sessionId, context.callId)
-        lost.abort(signal?.reason)
-      }
-      if (signal?.aborted === true) lost.abort(signal.reason)
-      signal?.addEventListener("abort", onCallerAbort, { once: true })
-      // a worker that went silent may still be alive (cut off from the session): tell it to stop
-      const onLost = () => {
-        const reason: unknown = lost.signal.reason
-        if (reason instanceof TransportError && reason.reason === "WorkerLost") cancel(sessionId, context.callId)
-      }
-      lost.signal.addEventListener("abort", onLost, { once: true })
-      try {
-        return await request(
-          subject,
-          body.right,
-          sent + (timeoutMs ?? options.timeoutMs),
-          timeoutMs === null ? 0 : options.deadlineGraceMs,
-          watched,
-          options.trace.invocationHeaders(context)
-        )
-      } finally {
-        options.watchdog.unwatch(watched)
-        signal?.removeEventListener("abort", onCallerAbort)
-        lost.signal.removeEventListener("abort", onLost)
-      }
-    }
-
-    return { activate, invoke }
+    const env: Env = { options, transport, now, sleep: (ms) => run(Effect.sleep(ms)), route, cancel }
+    const activate = (registered: Registered) => activateOne(env, registered)
+    return { activate, invoke: (registered, invocation, signal) => invokeOne(env, registered, invocation, signal) }
   })
