@@ -80,16 +80,8 @@ export const defaults = {
 
 const decodeSessionId = Schema.decodeUnknownEither(Ids.SessionId)
 
-/**
- * A remote code runner, serving each session's packages and nested calls while it has
- * activations, until the scope closes. A bad `pool` fails with `ConfigError`.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const make = (
-  options: RemoteCodeRunnerOptions
-): Effect.Effect<CodeRunner.CodeRunnerShape, HarnessError.ConfigError, Scope.Scope | Transport.Transport> =>
+/** The runner's parts: the heartbeat watchdog, the sessions it serves and what it sends. */
+const parts = (options: RemoteCodeRunnerOptions) =>
   Effect.gen(function*() {
     const trace = yield* TraceContext.current
     const pool = yield* Ids.decode(Ids.PoolName, "pool")(options.pool ?? defaults.pool)
@@ -114,6 +106,21 @@ export const make = (
       trace,
       watchdog
     })
+    return { sessions, send }
+  })
+
+/**
+ * A remote code runner, serving each session's packages and nested calls while it has
+ * activations, until the scope closes. A bad `pool` fails with `ConfigError`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  options: RemoteCodeRunnerOptions
+): Effect.Effect<CodeRunner.CodeRunnerShape, HarnessError.ConfigError, Scope.Scope | Transport.Transport> =>
+  Effect.gen(function*() {
+    const { send, sessions } = yield* parts(options)
     const activations = new Map<string, RemoteInvocations.Registered & { readonly versionId: string }>()
 
     const forget = (activationId: string): void => {

@@ -18,7 +18,6 @@ import { ThrownValue, type CodeRunner } from "@jitbox/core"
 import type { SandboxRunner } from "@jitbox/sandbox"
 import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -173,9 +172,8 @@ const nestedHost = ({ clock, options, running, transport }: Table, sessionId: Id
       const timeoutMs = parent?.deadline == null ? options.nestedTimeoutMs : Math.max(1, parent.deadline - clock.unsafeCurrentTimeMillis())
       const json = Envelope.encodeValue(args, `the arguments of '${name}'`, subject)
       if (json instanceof TransportError) throw json
-      const body = Wire.message(WorkerProtocol.session, "nested", { parentCallId, name }, "args", json, subject)
-      if (Either.isLeft(body)) throw body.left
-      const reply = await transport.request(subject, body.right, { timeoutMs, signal: parent?.controller.signal, headers: parent?.trace.headers })
+      const body = Wire.message(WorkerProtocol.session, "nested", { parentCallId, name }, "args", json)
+      const reply = await transport.request(subject, body, { timeoutMs, signal: parent?.controller.signal, headers: parent?.trace.headers })
       const answer = valueOf(reply, subject)
       if (!("value" in answer)) throw answer
       return answer.value

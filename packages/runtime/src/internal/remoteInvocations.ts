@@ -126,8 +126,7 @@ const invokeOne = async (
     depth: context.depth,
     withinChange: context.withinChange,
     timeoutMs
-  }, "args", args, subject)
-  if (Either.isLeft(body)) throw body.left
+  }, "args", args)
   const sessionId = registered.fields.sessionId
   const watched = options.watchdog.watch(sessionId, context.callId, invocation.toolName, subject)
   const lost = watched.lost
@@ -147,7 +146,7 @@ const invokeOne = async (
     return await sendUntilAnswered(
       env,
       subject,
-      body.right,
+      body,
       sent + (timeoutMs ?? options.timeoutMs),
       timeoutMs === null ? 0 : options.deadlineGraceMs,
       watched,
@@ -164,9 +163,8 @@ const invokeOne = async (
 const activateOne = async (env: Env, registered: Registered): Promise<CodeRunner.CodeToolMetadata> => {
   const { now, options, route } = env
   const { leaseId, subject } = route(registered)
-  const body = Wire.message(WorkerProtocol.worker, "activate", { ...registered.fields, leaseId }, "args", undefined, subject)
-  if (Either.isLeft(body)) throw body.left
-  const metadata = decodeMetadata(await sendUntilAnswered(env, subject, body.right, now() + options.activateTimeoutMs, 0))
+  const body = Wire.message(WorkerProtocol.worker, "activate", { ...registered.fields, leaseId }, "args", undefined)
+  const metadata = decodeMetadata(await sendUntilAnswered(env, subject, body, now() + options.activateTimeoutMs, 0))
   if (Either.isLeft(metadata)) throw new TransportError({ reason: "Decode", subject, detail: `the metadata: ${metadata.left.message.slice(0, 500)}` })
   return metadata.right as CodeRunner.CodeToolMetadata
 }
