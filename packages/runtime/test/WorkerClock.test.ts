@@ -2,8 +2,9 @@
  * The clock-driven parts of a worker and of a session's remote runner, on `TestClock` and the
  * in-memory transport, without real sleeps: the worker's verified-lease cache expires after a
  * quarter of the lease's lifetime, an invocation past its deadline is aborted by the worker's
- * backstop, and a session fails a call `WorkerLost` when its worker's heartbeats stop. The
- * sandbox and the coordinator are stand-ins: nothing here starts a child process.
+ * backstop, and a session fails a call `WorkerLost` when its worker's heartbeats stop. The parts
+ * are tested with stand-ins for the sandbox and the coordinator; the last test runs a whole
+ * `Worker` (its sandbox child is real, its time is the `TestClock`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { CodeRunner } from "@jitbox/core"
@@ -13,6 +14,11 @@ import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
 import * as Envelope from "../src/Envelope.js"
+import * as PackageTransfer from "../src/internal/packageTransfer.js"
+import * as Wire from "../src/internal/wire.js"
+import * as Protocol from "../src/Protocol.js"
+import * as Worker from "../src/Worker.js"
+import * as WorkerProtocol from "../src/WorkerProtocol.js"
 import * as Ids from "../src/Ids.js"
 import { Activations } from "../src/internal/activations.js"
 import * as Invocations from "../src/internal/invocations.js"
@@ -23,7 +29,6 @@ import * as Subject from "../src/Subject.js"
 import * as TraceContext from "../src/TraceContext.js"
 import * as Transport from "../src/Transport.js"
 import type { TransportError } from "../src/TransportError.js"
-import type * as WorkerProtocol from "../src/WorkerProtocol.js"
 
 const prefix = Subject.prefix(Ids.namespace("clock"))
 const sessionId = Ids.sessionId("s1")
@@ -150,4 +155,60 @@ describe("worker and runner on TestClock", () => {
       }
       for (const end of pending) end()
     }).pipe(Effect.provide(MemoryTransport.layer())))
+})
+
+/** A coordinator that confirms every lease (40 s lifetime: trusted 10 s), counting the times it is asked. */
+const confirmingCoordinator = Effect.gen(function*() {
+  const transport = yield* Transport.Transport
+  const asked = { verifies: 0 }
+  yield* transport.serve(Subject.coordinator(prefix, Ids.token("verify")), { concurrency: 4 }, () => {
+    asked.verifies++
+    return Envelope.ok(JSON.stringify({ sessionId, leaseId: "lease_1", expiresAt: 1e15, lifetimeSeconds: 40, profile: "standard", deploymentConsent: true }))
+  })
+  return asked
+})
+
+/** The session's end of the package subject, holding one version. */
+const servePackage = (versionId: string, files: Record<string, string>) =>
+  Effect.gen(function*() {
+    const transport = yield* Transport.Transport
+    const packages = new PackageTransfer.Packages()
+    packages.hold(versionId, files)
+    yield* transport.serve(Subject.sessionPackage(prefix, sessionId), { concurrency: 4 }, Protocol.serve(WorkerProtocol.session, {
+      package: ({ chunk, versionId }, request) => packages.chunk(versionId, chunk, transport.maxPayload(), request!.subject),
+      nested: () => null
+    }))
+  })
+
+describe("a worker on TestClock", () => {
+  it.scoped("asks the coordinator again once a lease's trust ran out, and aborts an invocation past its deadline when no cancel comes", () =>
+    Effect.gen(function*() {
+      const transport = yield* Transport.Transport
+      const coordinator = yield* confirmingCoordinator
+      yield* servePackage("v_1", { "index.js": `export const slow = tool({ description: "Never answers." }, () => new Promise(() => {}))` })
+      const outcomes: Array<string> = []
+      const worker = yield* Worker.make({ prefix, workerId: "w1", languages: ["javascript"], onInvocation: (finished) => outcomes.push(finished.outcome) })
+      const subject = Subject.workerInvoke(prefix, worker.pool, "javascript")
+      const send = (body: string) =>
+        Effect.promise(() => transport.request(subject, body, { timeoutMs: 30_000 })).pipe(
+          Effect.map((reply) => JSON.parse(new TextDecoder().decode(reply.data)) as { kind: string; error?: { _tag: string } })
+        )
+      const activate = Wire.message(WorkerProtocol.worker, "activate", activation, "args", undefined)
+      assert.strictEqual((yield* send(activate)).kind, "ok")
+      assert.strictEqual((yield* send(activate)).kind, "ok")
+      assert.deepStrictEqual([coordinator.verifies, worker.fetches()], [1, 1], "the lease verified once, the package fetched once")
+      yield* TestClock.adjust("10 seconds")
+      assert.strictEqual((yield* send(activate)).kind, "ok")
+      assert.strictEqual(coordinator.verifies, 2, "verified again once its trust ran out")
+
+      const invoke = Wire.message(WorkerProtocol.worker, "invoke", { ...activation, callId: "call_1", parentCallId: null, depth: 0, withinChange: false, timeoutMs: 500 }, "args", "{}")
+      const call = yield* Effect.fork(send(invoke))
+      for (let i = 0; i < 1_000 && worker.running() === 0; i++) yield* tick
+      assert.strictEqual(worker.running(), 1)
+      yield* TestClock.adjust(500 + Invocations.DeadlineBackstopMs + Invocations.sweepMs)
+      const answer = yield* Fiber.join(call)
+      assert.strictEqual(answer.kind, "error")
+      assert.deepStrictEqual(outcomes, ["cancelled"])
+      assert.strictEqual(worker.running(), 0)
+    }).pipe(Effect.provide(MemoryTransport.layer())), 60_000)
 })
