@@ -25,7 +25,7 @@ import { fileURLToPath } from "node:url"
 import { HarnessError, tool } from "@jitbox/core"
 import { createAgent, InMemoryMessageAccumulator, JitHarnessExtension, type ModelProvider, ScriptedModel } from "@jitbox/agent"
 import { NatsConnection, NatsTransport } from "@jitbox/nats"
-import { Ids, RemoteCodeRunner, SessionLeases, Sessions, SnapshotStore, Subject } from "@jitbox/runtime"
+import { Ids, RemoteCodeRunner, Sessions, SnapshotStore, Subject } from "@jitbox/runtime"
 import * as Context from "effect/Context"
 import { NatsServer } from "@jitbox/testing"
 import * as Effect from "effect/Effect"
@@ -168,7 +168,7 @@ const main = async () => {
       }).pipe(Effect.provide(context), Scope.extend(scope))
     )
     await sessions.get("agent").ready
-    const lease = Context.get(context, SessionLeases.SessionLeases).get("agent")
+    const lease = sessions.leases.get("agent")
     check(lease !== undefined, "the coordinator admits the agent's session with a lease")
     console.log(`coordinator admitted session 'agent' under profile 'standard' (lease ${lease?.leaseId()})`)
 

@@ -25,8 +25,7 @@
 import { Command, HelpDoc, Options } from "@effect/cli"
 import { type HarnessError, type JitHarnessSnapshot, JitPolicy } from "@jitbox/core"
 import { KvSessionOwnership, NatsTransport } from "@jitbox/nats"
-import { Ids, RemoteCodeRunner, SessionLeases, type SessionOwnership, Sessions, SnapshotStore, StreamPublisher, type TransportError } from "@jitbox/runtime"
-import * as Context from "effect/Context"
+import { Ids, RemoteCodeRunner, type SessionOwnership, Sessions, SnapshotStore, StreamPublisher, type TransportError } from "@jitbox/runtime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -140,8 +139,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
         Layer.mergeAll(NatsTransport.layer, snapshots, ownership).pipe(Layer.provide(Connection.layer(config, `jitbox-sessions-${namespace}`)))
       )
     ).pipe(telemetry.provide)
-    yield* telemetry.watchLeases(Context.get(context, SessionLeases.SessionLeases))
-    yield* Sessions.make({
+    const sessions = yield* Sessions.make({
       prefix,
       harness: { codeExecution: "sandboxed", ...Option.match(config.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) }) },
       idleTimeout: config.idleTimeout,
@@ -151,6 +149,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
         onSome: (name) => ({ admission: { profile: name, deploymentConsent: config.deploymentConsent } })
       })
     }).pipe(Effect.provide(context), telemetry.provide)
+    yield* telemetry.watchLeases(sessions.leases)
     return `sessions ${namespace}`
   }))).pipe(
   Command.withDescription("Host sessions for remote callers: activated here on first use, their code tools run on the workers of a pool.")

@@ -67,7 +67,7 @@ export interface Telemetry {
   }
   /** Gauges `worker`'s capacity and load until the scope closes. */
   readonly watchWorker: (worker: Worker.Worker, concurrency: number) => Effect.Effect<void, never, Scope.Scope>
-  /** Gauges the lease of every session registered in `leases` until the scope closes. */
+  /** Gauges the lease of every session in `leases` (`Sessions.leases`) until the scope closes. */
   readonly watchLeases: (leases: SessionLeases.SessionLeasesShape) => Effect.Effect<void, never, Scope.Scope>
 }
 

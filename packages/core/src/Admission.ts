@@ -41,6 +41,20 @@ export interface Usage {
 /** Frees a concurrency slot; calling it twice frees it once. @since 0.1.0 @category models */
 export type Release = Slots.Release
 
+/**
+ * What a runner in another process hands on with each message so that its receiver can check the
+ * session was admitted: the lease's id now, and where the lease's profile runs code (a worker
+ * pool, `location`, or one pinned worker, `sandboxNodeId`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Grant {
+  readonly id: string
+  readonly location?: string | undefined
+  readonly sandboxNodeId?: string | undefined
+}
+
 /** @since 0.1.0 @category models */
 export interface AdmissionShape {
   /** The effective policy; `undefined` when nothing is budgeted. */
@@ -61,6 +75,8 @@ export interface AdmissionShape {
   /** The wall-clock bound of one call in seconds: the short timeout, or the long one (JT-CTR-02); `null` for none. */
   readonly timeoutSeconds: (duration: "short" | "long") => number | null
   readonly usage: () => Usage
+  /** The lease the session holds now, when a coordinator admitted it (read at each message a remote runner sends). */
+  readonly grant?: (() => Grant | undefined) | undefined
 }
 
 /** @since 0.1.0 @category tags */

@@ -17,6 +17,7 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
+import type { Grant } from "./Admission.js"
 import { PackageError } from "./HarnessError.js"
 import type { JsonSchema } from "./JsonSchema.js"
 import type { CodeLanguage, ToolExecutionMode } from "./ToolOrigin.js"
@@ -95,6 +96,11 @@ export interface CallHost {
   readonly sessionId: string
   /** A nested call made by the running call `parentCallId`; rejects with a typed error when that call is not live. */
   readonly callTool: (parentCallId: string, name: string, args: unknown) => Promise<unknown>
+  /**
+   * The lease the session holds now, when a coordinator admitted it: a runner in another process
+   * reads it at each message it sends, so the receiver can check it (the session's `Admission`).
+   */
+  readonly grant?: (() => Grant | undefined) | undefined
 }
 
 /**

@@ -10,7 +10,6 @@ import {
   Coordinator,
   ExecutionProfile,
   Ids,
-  SessionLeases,
   RemoteCodeRunner,
   RemoteSession,
   ServiceDiscovery,
@@ -134,7 +133,7 @@ describe("NATS authorization: each role with the least permissions it needs", ()
       assert.strictEqual(yield* Effect.promise(() => remote.callTool("double", { value: 21 })), 42)
       assert.strictEqual(worker.fetches(), 1)
       assert.deepStrictEqual(sessions.active(), [s1])
-      assert.isString(Context.get(hostContext, SessionLeases.SessionLeases).get(s1)?.leaseId(), "the session holds a lease the worker checked")
+      assert.isString(sessions.leases.get(s1)?.leaseId(), "the session holds a lease the worker checked")
       assert.isAtLeast(coordinator.requests(), 1)
 
       yield* waitFor("the observer sees the call's events", () => seen.some((event) => event.name === "jit_tool_completed"))

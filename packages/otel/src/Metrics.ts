@@ -7,7 +7,7 @@
  * - `jitbox.calls.in_flight` (up-down counter), by origin, from the `jit_tool_*` events;
  * - `jitbox.worker.invocations.in_flight` (up-down counter), by worker, from the worker's invocations;
  * - `jitbox.lease.invocations_left` (gauge), by session, polled from a `LeasedAdmission` (`watchLease`)
- *   or from every lease a session host registered (`watchLeases`);
+ *   or from every lease the sessions of a host hold (`watchLeases`, over `Sessions.leases`);
  * - `jitbox.worker.capacity` and `jitbox.worker.running` (gauges), by worker and pool, polled from a
  *   `Worker` (`watchWorker`).
  *
@@ -123,8 +123,8 @@ export const watchLease = (
 }
 
 /**
- * Keeps `jitbox.lease.invocations_left` of every session whose lease is registered in `leases` (the
- * `SessionLeases` a session host's `Sessions` registers admitted sessions in) up to date, until the
+ * Keeps `jitbox.lease.invocations_left` of every session whose lease is held in `leases` (a session
+ * host's `Sessions.leases`) up to date, until the
  * scope closes; a session that is no longer hosted here reads 0 once. At most `maxSeries` sessions.
  *
  * @since 0.1.0

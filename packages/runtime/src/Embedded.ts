@@ -138,7 +138,7 @@ export const make = (
       workers,
       coordinator,
       transport: Context.get(base, Transport.Transport),
-      leases: Context.get(seams, SessionLeases.SessionLeases)
+      leases: sessions.leases
     }
   })
 

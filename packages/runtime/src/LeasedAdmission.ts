@@ -171,6 +171,7 @@ export const make = (
       deploymentConsent: consent,
       location: admitted.location,
       lease: () => lease,
+      grant: () => ({ id: lease.id, location: admitted.location, sandboxNodeId: admitted.capability.sandboxNodeId }),
       expired,
       renewals: () => renewals,
       checkVersion: ({ duration, examples, language, name, repair }) => {

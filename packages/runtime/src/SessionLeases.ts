@@ -1,22 +1,15 @@
 /**
- * The coordinator leases of the sessions in this process, by session id: `Sessions` registers a
- * session's lease when it admits the session, and the `RemoteCodeRunner` reads it for every
- * activation and invocation it sends, so a worker is handed the lease id to check with the
- * coordinator, and the invocation goes to the pool (`location`) or the pinned worker
- * (`sandboxNodeId`) of the session's profile.
- *
- * `RemoteCodeRunner.layer` provides one with the runner; a `Sessions` built on that layer sees it.
- * A gauge of the budgets left (`@jitbox/otel`'s `Metrics.watchLeases`) reads `entries`.
+ * The leases the sessions of one `Sessions` host hold now, read only (`Sessions.leases`): for a
+ * gauge of the budgets left (`@jitbox/otel`'s `Metrics.watchLeases`) and for operators. It is a
+ * view, not a registry: what a worker checks travels with each message, read from the session's
+ * own `Admission` (core's `CallHost.grant`), so two hosts in one process never see each other's
+ * leases.
  *
  * @since 0.1.0
  */
-import * as Context from "effect/Context"
-import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import type * as Scope from "effect/Scope"
-import type * as Ids from "./Ids.js"
+import type * as LeasedAdmission from "./LeasedAdmission.js"
 
-/** What the runner needs of a session's lease. @since 0.1.0 @category models */
+/** One session's lease, as the host holds it now. @since 0.1.0 @category models */
 export interface SessionLease {
   /** The lease's id now (a session admitted again gets a new one). */
   readonly leaseId: () => string
@@ -30,29 +23,29 @@ export interface SessionLease {
 
 /** @since 0.1.0 @category models */
 export interface SessionLeasesShape {
-  /** Registers the session's lease until the scope closes. */
-  readonly register: (sessionId: Ids.SessionId, lease: SessionLease) => Effect.Effect<void, never, Scope.Scope>
   readonly get: (sessionId: string) => SessionLease | undefined
-  /** Every lease registered now, by session id. */
+  /** Every lease held now, by session id. */
   readonly entries: () => ReadonlyArray<readonly [string, SessionLease]>
 }
 
-/** @since 0.1.0 @category tags */
-export class SessionLeases extends Context.Tag("@jitbox/runtime/SessionLeases")<SessionLeases, SessionLeasesShape>() {}
+/** The lease of one admitted session. @since 0.1.0 @category constructors */
+export const ofAdmission = (admission: LeasedAdmission.LeasedAdmission): SessionLease => ({
+  leaseId: () => admission.lease().id,
+  location: admission.location,
+  sandboxNodeId: admission.capability.sandboxNodeId,
+  invocationsLeft: () => Math.max(0, admission.lease().invocations - admission.usage().invocations)
+})
 
-/** @since 0.1.0 @category constructors */
-export const make = (): SessionLeasesShape => {
-  const leases = new Map<string, SessionLease>()
-  return {
-    register: (sessionId, lease) =>
-      Effect.acquireRelease(Effect.sync(() => leases.set(sessionId, lease)), () =>
-        Effect.sync(() => {
-          if (leases.get(sessionId) === lease) leases.delete(sessionId)
-        })),
-    get: (sessionId) => leases.get(sessionId),
-    entries: () => [...leases]
-  }
-}
-
-/** @since 0.1.0 @category layers */
-export const layer: Layer.Layer<SessionLeases> = Layer.sync(SessionLeases, make)
+/**
+ * The view of `admissions` (the host's live admissions by session id, which the host keeps).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const view = (admissions: ReadonlyMap<string, LeasedAdmission.LeasedAdmission>): SessionLeasesShape => ({
+  get: (sessionId) => {
+    const admission = admissions.get(sessionId)
+    return admission === undefined ? undefined : ofAdmission(admission)
+  },
+  entries: () => [...admissions].map(([sessionId, admission]) => [sessionId, ofAdmission(admission)] as const)
+})

@@ -15,8 +15,8 @@
  *
  * With `admission`, each session is admitted by the namespace's root coordinator when it
  * activates (`LeasedAdmission`): its harness spends the budgets the coordinator leases, its lease
- * is registered in `SessionLeases` (so the `RemoteCodeRunner` hands it to workers, which check it),
- * and it is released when the session is passivated. Without `admission`, a session whose policy
+ * travels with each message its `RemoteCodeRunner` sends (the harness's `CallHost.grant`, read from
+ * its `Admission`; workers check it), `leases` shows it while the session is active, and it is released when the session is passivated. Without `admission`, a session whose policy
  * requires a root coordinator (`requireRootCoordinator`, true by default) runs no model-written
  * code: every new version is refused with `PolicyViolation` `RootCoordinatorRequired` (D-19).
  *
@@ -123,6 +123,8 @@ export interface SessionsShape extends CoreSessions.SessionsShape {
   ) => Effect.Effect<boolean, JitHarnessSnapshot.SnapshotError>
   /** The sessions active now. */
   readonly active: () => ReadonlyArray<Ids.SessionId>
+  /** The coordinator leases the active sessions hold now (with `admission`), for gauges. */
+  readonly leases: SessionLeases.SessionLeasesShape
 }
 
 /** @since 0.1.0 @category tags */
@@ -274,7 +276,8 @@ export const make = (
     const idleMs = Duration.toMillis(Duration.decode(options.idleTimeout ?? defaults.idleTimeout))
     const slots = new Map<Ids.SessionId, Slot>()
     let closed = false
-    const leases = Option.getOrUndefined(yield* Effect.serviceOption(SessionLeases.SessionLeases))
+    /** The admissions of the active sessions, by session id (each removed when its session's scope closes). */
+    const admissions = new Map<Ids.SessionId, LeasedAdmission.LeasedAdmission>()
     const ownership = Option.getOrUndefined(yield* Effect.serviceOption(SessionOwnership.SessionOwnership))
     const ownerId = options.ownerId ?? `${os.hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
     const rootRequired = yield* Effect.try({ try: () => requiresRootCoordinator(options), catch: (error) => error as HarnessError.ConfigError })
@@ -345,14 +348,10 @@ export const make = (
           timeoutMs: admission.timeoutMs,
           retryMs: admission.retryMs
         }).pipe(Effect.mapError(notAdmitted(sessionId)))
-        if (leases !== undefined) {
-          yield* leases.register(sessionId, {
-            leaseId: () => leased.lease().id,
-            location: leased.location,
-            sandboxNodeId: leased.capability.sandboxNodeId,
-            invocationsLeft: () => Math.max(0, leased.lease().invocations - leased.usage().invocations)
-          })
-        }
+        yield* Effect.acquireRelease(Effect.sync(() => admissions.set(sessionId, leased)), () =>
+          Effect.sync(() => {
+            if (admissions.get(sessionId) === leased) admissions.delete(sessionId)
+          }))
         return leased
       })
     }
@@ -472,7 +471,8 @@ export const make = (
       forget,
       activate: (sessionId) => Effect.tryPromise({ try: () => acquire(sessionId), catch: (error) => error as SessionActor.ActivationError }),
       passivate,
-      active: () => closed ? [] : [...slots].flatMap(([sessionId, slot]) => slot.state === "active" ? [sessionId] : [])
+      active: () => closed ? [] : [...slots].flatMap(([sessionId, slot]) => slot.state === "active" ? [sessionId] : []),
+      leases: SessionLeases.view(admissions)
     }
   })
 

@@ -11,6 +11,11 @@
  * | `workers.cancel` (published) | `cancel` {session_id, call_id} | none |
  * | `session.<sid>.heartbeat` (published) | `heartbeat` {worker_id, call_ids} | none |
  *
+ * The operations are two tables (`Protocol.table`): `worker`, what a worker serves on
+ * `worker.<pool>.<language>.invoke`, and `session`, what a session serves its workers on
+ * `session.<sid>.<kind>`. Fields are camelCase in code and snake_case on the wire: each rename is
+ * declared once, here, with `Schema.fromKey`; ids decode to their brands (`Ids`) once, at the hop.
+ *
  * A package is never sent per call: a worker fetches it once per (session, version) and caches
  * the activation. Its bytes are the UTF-8 JSON of `{"files":{path: text}}`, split into chunks that
  * each fit the transport's `max_payload`. Deadlines cross as `timeout_ms`, the milliseconds left
@@ -19,67 +24,132 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import * as Ids from "./Ids.js"
+import * as Protocol from "./Protocol.js"
 
 const V = Schema.Literal(1)
-const Language = Schema.Literal("javascript", "typescript", "python", "bash")
 
-const packageFields = {
-  session_id: Schema.String,
-  version_id: Schema.String,
-  tool_name: Schema.String,
+/** The languages a worker runs. @since 0.1.0 @category schemas */
+export const Language = Schema.Literal("javascript", "typescript", "python", "bash")
+
+/** A field named `key` on the wire. */
+const wire = <S extends Schema.Schema.All>(schema: S, key: string) => Schema.propertySignature(schema).pipe(Schema.fromKey(key))
+
+/** What names a package version and the tool to load from it. @since 0.1.0 @category schemas */
+export const PackageFields = {
+  sessionId: wire(Ids.SessionId, "session_id"),
+  versionId: wire(Schema.String, "version_id"),
+  toolName: wire(Schema.String, "tool_name"),
   language: Language,
   entrypoint: Schema.String,
-  entry_file: Schema.String,
+  entryFile: wire(Schema.String, "entry_file"),
   /** The coordinator lease of the session; a worker that requires admission checks it with the coordinator. */
-  lease_id: Schema.optional(Schema.String)
+  leaseId: Schema.optional(Ids.LeaseId).pipe(Schema.fromKey("lease_id"))
 }
 
-/** Activates a package version on a worker (loading it, so load errors surface), answering its metadata. @since 0.1.0 @category schemas */
-export const ActivateRequest = Schema.Struct({ v: V, kind: Schema.Literal("activate"), ...packageFields })
+/** An activation's fields. @since 0.1.0 @category models */
+export type Activation = Schema.Struct.Type<typeof PackageFields>
 
-/** @since 0.1.0 @category models */
-export type ActivateRequest = typeof ActivateRequest.Type
-
-/** Runs one invocation of a package version. @since 0.1.0 @category schemas */
-export const InvokeRequest = Schema.Struct({
-  v: V,
-  kind: Schema.Literal("invoke"),
-  ...packageFields,
+/** An invocation's fields: the package's, and the call's. @since 0.1.0 @category schemas */
+export const InvokeFields = {
+  ...PackageFields,
   args: Schema.optional(Schema.Unknown),
-  call_id: Schema.String,
-  parent_call_id: Schema.NullOr(Schema.String),
+  callId: wire(Schema.String, "call_id"),
+  parentCallId: wire(Schema.NullOr(Schema.String), "parent_call_id"),
   depth: Schema.Number,
-  within_change: Schema.Boolean,
+  withinChange: wire(Schema.Boolean, "within_change"),
   /** Milliseconds left until the call's deadline when it was sent; `null` for none. */
-  timeout_ms: Schema.NullOr(Schema.Number)
+  timeoutMs: wire(Schema.NullOr(Schema.Number), "timeout_ms")
+}
+
+/** An invocation's fields. @since 0.1.0 @category models */
+export type Invocation = Schema.Struct.Type<typeof InvokeFields>
+
+/** The metadata a worker answers to `activate`. @since 0.1.0 @category schemas */
+export const Metadata = Schema.Struct({
+  description: Schema.optional(Schema.String),
+  guidelines: Schema.optional(Schema.String),
+  parameters: Schema.optional(Schema.Unknown),
+  executionMode: Schema.optional(Schema.Literal("parallel", "serial"))
 })
 
-/** @since 0.1.0 @category models */
-export type InvokeRequest = typeof InvokeRequest.Type
-
-/** What `worker.<pool>.<language>.invoke` takes, by kind. @since 0.1.0 @category schemas */
-export const workerMessages = { activate: ActivateRequest, invoke: InvokeRequest } as const
-
-/** Asks the session for one chunk of a package version. @since 0.1.0 @category schemas */
-export const PackageRequest = Schema.Struct({ v: V, kind: Schema.Literal("package"), version_id: Schema.String, chunk: Schema.Number })
-
-/** The value of a package reply. @since 0.1.0 @category schemas */
+/** The value of a package reply: chunk `chunk` of `chunks`, base64. @since 0.1.0 @category schemas */
 export const PackageChunk = Schema.Struct({ chunks: Schema.Number, data: Schema.String })
 
 /** The files of a package, once its chunks are joined. @since 0.1.0 @category schemas */
 export const PackageFiles = Schema.Struct({ files: Schema.Record({ key: Schema.String, value: Schema.String }) })
 
-/** A nested `harness.callTool` from code running on a worker. @since 0.1.0 @category schemas */
-export const NestedRequest = Schema.Struct({
-  v: V,
-  kind: Schema.Literal("nested"),
-  parent_call_id: Schema.String,
-  name: Schema.String,
-  args: Schema.optional(Schema.Unknown)
+/**
+ * What a worker serves on `worker.<pool>.<language>.invoke` (and a pinned one on
+ * `node.<id>.<language>.invoke`): `activate` loads a package version (so load errors surface) and
+ * answers its metadata; `invoke` runs one invocation and answers the tool's value.
+ *
+ * @since 0.1.0
+ * @category protocol
+ */
+export const worker = Protocol.table({
+  activate: { payload: PackageFields, success: Metadata, method: "activate", args: (activation: Activation) => activation },
+  invoke: { payload: InvokeFields, success: Schema.Unknown, value: true, method: "invoke", args: (invocation: Invocation) => invocation }
 })
 
+/** @since 0.1.0 @category models */
+export type Worker = typeof worker
+
+/**
+ * What a session serves the workers running its code: `package` (on `session.<sid>.package`) one
+ * chunk of a package version; `nested` (on `session.<sid>.nested`) a `harness.callTool` of the
+ * running call `parentCallId`, answering the nested call's value.
+ *
+ * @since 0.1.0
+ * @category protocol
+ */
+export const session = Protocol.table({
+  package: {
+    payload: { versionId: wire(Schema.String, "version_id"), chunk: Schema.Number },
+    success: PackageChunk,
+    method: "chunk",
+    args: (versionId: string, chunk: number) => ({ versionId, chunk })
+  },
+  nested: {
+    payload: { parentCallId: wire(Schema.String, "parent_call_id"), name: Schema.String, args: Schema.optional(Schema.Unknown) },
+    success: Schema.Unknown,
+    value: true,
+    method: "nested",
+    args: (parentCallId: string, name: string, args: unknown) => ({ parentCallId, name, args })
+  }
+})
+
+/** @since 0.1.0 @category models */
+export type Session = typeof session
+
+/** What `worker.<pool>.<language>.invoke` takes, by kind. @since 0.1.0 @category schemas */
+export const workerMessages = Protocol.requests(worker)
+
+/** Activates a package version on a worker (loading it, so load errors surface), answering its metadata. @since 0.1.0 @category schemas */
+export const ActivateRequest = workerMessages.activate
+
+/** @since 0.1.0 @category models */
+export type ActivateRequest = typeof ActivateRequest.Type
+
+/** Runs one invocation of a package version. @since 0.1.0 @category schemas */
+export const InvokeRequest = workerMessages.invoke
+
+/** @since 0.1.0 @category models */
+export type InvokeRequest = typeof InvokeRequest.Type
+
+/** Asks the session for one chunk of a package version. @since 0.1.0 @category schemas */
+export const PackageRequest = Protocol.requests(session).package
+
+/** A nested `harness.callTool` from code running on a worker. @since 0.1.0 @category schemas */
+export const NestedRequest = Protocol.requests(session).nested
+
 /** Cancels a running invocation by the call id it runs for. @since 0.1.0 @category schemas */
-export const CancelMessage = Schema.Struct({ v: V, kind: Schema.Literal("cancel"), session_id: Schema.String, call_id: Schema.String })
+export const CancelMessage = Schema.Struct({
+  v: V,
+  kind: Schema.Literal("cancel"),
+  sessionId: wire(Ids.SessionId, "session_id"),
+  callId: wire(Schema.String, "call_id")
+})
 
 /**
  * Sent by a worker every `heartbeatMs` while it runs invocations of the session: the call ids it
@@ -91,20 +161,12 @@ export const CancelMessage = Schema.Struct({ v: V, kind: Schema.Literal("cancel"
 export const Heartbeat = Schema.Struct({
   v: V,
   kind: Schema.Literal("heartbeat"),
-  worker_id: Schema.String,
-  call_ids: Schema.Array(Schema.String)
+  workerId: wire(Ids.WorkerId, "worker_id"),
+  callIds: wire(Schema.Array(Schema.String), "call_ids")
 })
 
 /** @since 0.1.0 @category constants */
 export const heartbeatDefaults = { intervalMs: 1_000, misses: 3 } as const
-
-/** The metadata a worker answers to `activate`. @since 0.1.0 @category schemas */
-export const Metadata = Schema.Struct({
-  description: Schema.optional(Schema.String),
-  guidelines: Schema.optional(Schema.String),
-  parameters: Schema.optional(Schema.Unknown),
-  executionMode: Schema.optional(Schema.Literal("parallel", "serial"))
-})
 
 /** Room left in a message for the envelope around a chunk's data. */
 const envelopeRoom = 256

@@ -8,7 +8,6 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
 import * as Embedded from "../src/Embedded.js"
-import * as SessionLeases from "../src/SessionLeases.js"
 import * as Subject from "../src/Subject.js"
 import { add, twiceSource } from "../../core/test/fixtures.js"
 

@@ -22,7 +22,6 @@ import * as Sessions from "../src/Sessions.js"
 import * as SnapshotStore from "../src/SnapshotStore.js"
 import * as Subject from "../src/Subject.js"
 import * as Envelope from "../src/Envelope.js"
-import * as SessionLeases from "../src/SessionLeases.js"
 import type * as Transport from "../src/Transport.js"
 import * as TransportTag from "../src/Transport.js"
 import * as Worker from "../src/Worker.js"
@@ -155,7 +154,7 @@ export const setup = (
       idleTimeout: "10 minutes",
       ...(admission === null ? {} : { admission })
     }).pipe(Effect.provide(Context.merge(context, runner)))
-    const leases = Context.get(runner, SessionLeases.SessionLeases)
+    const leases = sessions.leases
     return { prefix, namespace, context, worker: worker.worker, sessions, leases }
   })
 

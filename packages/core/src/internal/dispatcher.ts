@@ -6,7 +6,7 @@
  *
  * Plain Promise code on purpose: a runtime hop per call would cost more than the whole dispatch.
  */
-import type { AdmissionShape } from "../Admission.js"
+import type { AdmissionShape, Grant } from "../Admission.js"
 import type { Middleware } from "../Call.js"
 import type { CallContext, CallHost, Invocation, InvocationContext } from "../CodeRunner.js"
 import type { ErrorCache } from "../ErrorCache.js"
@@ -161,6 +161,9 @@ export class Dispatcher implements Session, CallHost {
 
   /** The CallHost face: nested calls from runners. */
   readonly callTool = this.callNested
+
+  /** The CallHost face: the lease the session's admission holds now (for runners in another process). */
+  readonly grant = (): Grant | undefined => this.o.admission.grant?.()
 
   /** Runs one example of a version that is not installed yet, as part of the change that builds it. Not recorded. */
   readonly runExample = async (version: CodeVersion, name: string, input: unknown): Promise<unknown> => {
