@@ -201,7 +201,9 @@ const tableOperations = (): Array<[string, string, ReadonlyArray<string>]> => {
   const tables: ReadonlyArray<readonly [string, Protocol.Table]> = [
     ["SessionProtocol.call", SessionProtocol.call],
     ["SessionProtocol.manage", SessionProtocol.manage],
-    ["CoordinatorProtocol.operations", CoordinatorProtocol.operations]
+    ["CoordinatorProtocol.operations", CoordinatorProtocol.operations],
+    ["WorkerProtocol.worker", WorkerProtocol.worker],
+    ["WorkerProtocol.session", WorkerProtocol.session]
   ]
   return tables.flatMap(([name, table]) =>
     Object.entries(Protocol.requests(table)).map(([kind, request]): [string, string, ReadonlyArray<string>] => {
