@@ -5,41 +5,27 @@
  * reads the typed errors of a missing tool, bad arguments and an unknown kind, and pages its
  * profile, against a real `Sessions` host.
  */
-import { Ids, Sessions, SnapshotStore, Subject } from "@jitbox/runtime"
-import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Layer from "effect/Layer"
-import * as Scope from "effect/Scope"
 import { execFile } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { add } from "../packages/core/test/fixtures.js"
+import { type BaseToolHost, startBaseToolHost } from "../packages/nats/test/fixtures/baseToolHost.js"
 
 const script = fileURLToPath(new URL("fixtures/protocol_client.py", import.meta.url))
 const namespace = "pyclient"
 
 let server: NatsServer.Handle | undefined
-let host: Scope.CloseableScope | undefined
+let host: BaseToolHost | undefined
 
 beforeAll(async () => {
   server = await NatsServer.start()
-  host = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(
-    Layer.buildWithScope(
-      Layer.merge(NatsTransport.layer, SnapshotStore.layerMemory()).pipe(Layer.provide(NatsConnection.layer({ servers: server.url, name: "python-client-host" }))),
-      host
-    )
-  )
-  await Effect.runPromise(
-    Sessions.make({ prefix: Subject.prefix(Ids.namespace(namespace)), harness: { tools: [add] } }).pipe(Effect.provide(context), Scope.extend(host))
-  )
+  host = await startBaseToolHost({ server: server.url, namespace, tools: [add] })
 })
 
 afterAll(async () => {
-  if (host !== undefined) await Effect.runPromise(Scope.close(host, Exit.void))
+  await host?.close()
   await server?.close()
 })
 

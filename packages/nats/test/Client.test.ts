@@ -5,40 +5,25 @@
  * Effect `FiberFailure`.
  */
 import { HarnessError } from "@jitbox/core"
-import { Ids, Sessions, SnapshotStore, Subject, TransportError } from "@jitbox/runtime"
+import { TransportError } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Layer from "effect/Layer"
-import * as Scope from "effect/Scope"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { add, twiceSource } from "../../core/test/fixtures.js"
+import { type BaseToolHost, startBaseToolHost } from "./fixtures/baseToolHost.js"
 import { connect } from "../src/index.js"
-import * as NatsConnection from "../src/NatsConnection.js"
-import * as NatsTransport from "../src/NatsTransport.js"
 
 const namespace = "clienttest"
 
 let server: NatsServer.Handle | undefined
-let host: Scope.CloseableScope | undefined
+let host: BaseToolHost | undefined
 beforeAll(async () => {
   server = await NatsServer.start()
-  host = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(
-    Layer.buildWithScope(
-      Layer.merge(NatsTransport.layer, SnapshotStore.layerMemory()).pipe(Layer.provide(NatsConnection.layer({ servers: server.url, name: "client-test-host" }))),
-      host
-    )
-  )
-  await Effect.runPromise(
-    Sessions.make({ prefix: Subject.prefix(Ids.namespace(namespace)), harness: { tools: [add] } }).pipe(Effect.provide(context), Scope.extend(host))
-  )
+  host = await startBaseToolHost({ server: server.url, namespace, tools: [add] })
 })
 afterAll(async () => {
-  if (host !== undefined) await Effect.runPromise(Scope.close(host, Exit.void))
+  await host?.close()
   await server?.close()
 })
-
 
 const rejectionOf = (promise: Promise<unknown>): Promise<unknown> =>
   promise.then((value) => Promise.reject(new Error(`expected a rejection, got ${JSON.stringify(value)}`)), (error: unknown) => error)

@@ -70,6 +70,18 @@ export const Lease = Schema.Struct({
 export type Lease = typeof Lease.Type
 
 /**
+ * Where a profile's code runs: the worker pool it names (`location`), or the one worker it pins
+ * (`sandboxNodeId`, served one invocation at a time); neither, the default pool.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Placement = {
+  location: Schema.optional(Schema.String),
+  sandboxNodeId: Schema.optional(Schema.String)
+}
+
+/**
  * The capability descriptor of JT-OUT: `kind`, `jitToolId` (run-scoped registration id),
  * `toolSpecification` (the effective restrictions), `contractVersion`, `task`, and either
  * `executionProfile` with `resourceGroupName` (a host lease label) or, for a profile pinned to a
@@ -111,8 +123,7 @@ export const LeaseFacts = Schema.Struct({
   lifetimeSeconds: Schema.Number,
   profile: Schema.String,
   deploymentConsent: Schema.Boolean,
-  location: Schema.optional(Schema.String),
-  sandboxNodeId: Schema.optional(Schema.String),
+  ...Placement,
   credentialName: Schema.optional(Schema.String)
 })
 
@@ -128,8 +139,7 @@ export type LeaseFacts = typeof LeaseFacts.Type
  */
 export const ProfileView = Schema.Struct({
   name: Schema.String,
-  location: Schema.optional(Schema.String),
-  sandboxNodeId: Schema.optional(Schema.String),
+  ...Placement,
   policy: JitPolicy.JitPolicy,
   slotsHeld: Schema.Number
 })
