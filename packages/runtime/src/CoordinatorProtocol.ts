@@ -54,8 +54,8 @@ export type Counts = typeof Counts.Type
  * @category schemas
  */
 export const Lease = Schema.Struct({
-  id: Schema.String,
-  sessionId: Schema.String,
+  id: Ids.LeaseId,
+  sessionId: Ids.SessionId,
   expiresAt: Schema.Number,
   lifetimeSeconds: Schema.Number,
   invocations: Schema.Number,
@@ -117,10 +117,10 @@ export type CapabilityDescriptor = typeof CapabilityDescriptor.Type
  * @category schemas
  */
 export const LeaseFacts = Schema.Struct({
-  sessionId: Schema.String,
-  leaseId: Schema.String,
-  expiresAt: Schema.Number,
-  lifetimeSeconds: Schema.Number,
+  sessionId: Lease.fields.sessionId,
+  leaseId: Lease.fields.id,
+  expiresAt: Lease.fields.expiresAt,
+  lifetimeSeconds: Lease.fields.lifetimeSeconds,
   profile: Schema.String,
   deploymentConsent: Schema.Boolean,
   ...Placement,
@@ -156,7 +156,7 @@ export type ProfileView = typeof ProfileView.Type
  * @category schemas
  */
 export const SessionBudget = Schema.Struct({
-  sessionId: Schema.String,
+  sessionId: Ids.SessionId,
   profile: Schema.String,
   deploymentConsent: Schema.Boolean,
   spent: Counts,
@@ -228,7 +228,7 @@ export type AdmitRequest = typeof AdmitRequest.Type
 
 const LeaseRef = {
   sessionId: Schema.propertySignature(Ids.SessionId).pipe(Schema.fromKey("session_id")),
-  leaseId: Schema.propertySignature(Schema.String).pipe(Schema.fromKey("lease_id"))
+  leaseId: Schema.propertySignature(Ids.LeaseId).pipe(Schema.fromKey("lease_id"))
 }
 
 /**

@@ -162,7 +162,7 @@ describe("the protocol tables", () => {
     const renew = Protocol.requests(CoordinatorProtocol.operations).renew
     assert.deepStrictEqual(
       Schema.decodeUnknownSync(renew)({ v: 1, kind: "renew", session_id: "s1", lease_id: "lease-1", more: false }),
-      { v: 1, kind: "renew", sessionId: Ids.sessionId("s1"), leaseId: "lease-1", more: false }
+      { v: 1, kind: "renew", sessionId: Ids.sessionId("s1"), leaseId: Ids.leaseId("lease-1"), more: false }
     )
   })
 

@@ -14,7 +14,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as CoordinatorProtocol from "../CoordinatorProtocol.js"
-import * as ExecutionProfile from "../ExecutionProfile.js"
+import type * as ExecutionProfile from "../ExecutionProfile.js"
+import * as Ids from "../Ids.js"
 import type { LedgerError, LedgerShape } from "../Ledger.js"
 
 type Counts = CoordinatorProtocol.Counts
@@ -23,7 +24,7 @@ type Lease = CoordinatorProtocol.Lease
 /** A session's record. */
 export const SessionRecord = Schema.Struct({
   format: Schema.Literal(1),
-  sessionId: Schema.String,
+  sessionId: Ids.SessionId,
   profile: Schema.String,
   policy: JitPolicy.JitPolicy,
   consent: Schema.Boolean,
@@ -34,7 +35,7 @@ export const SessionRecord = Schema.Struct({
 
 export type SessionRecord = typeof SessionRecord.Type
 
-const Holder = Schema.Struct({ sessionId: Schema.String, slots: Schema.Number, expiresAt: Schema.Number })
+const Holder = Schema.Struct({ sessionId: Ids.SessionId, slots: Schema.Number, expiresAt: Schema.Number })
 
 /** A profile's record: the leases holding its slots, by lease id. */
 export const ProfileRecord = Schema.Struct({
