@@ -408,7 +408,7 @@ describe("docs/protocol.md examples are real messages", () => {
         Effect.promise(async () => {
           const op = Ids.token(example.value.kind as string)
           const reply = await transport.request(Subject.coordinator(prefix, op), JSON.stringify(example.value), { timeoutMs: 10_000 })
-          return { line: example.line, reply: Envelope.parse(reply.data, "reply") }
+          return { line: example.line, reply: Either.getOrThrowWith(Envelope.parse(reply.data, "reply"), (error) => error) }
         }))
     })))
     const refused = answers.filter(({ reply }) => {

@@ -15,7 +15,9 @@
  * exhaust), and tool arguments and results by JT-LIM-02 (at most 256 KiB of JSON each). A value
  * over those bounds, or one that is not JSON, is refused with a `TransportError` before anything
  * is sent: `PayloadTooLarge` for the bounds, `InvalidArgument` for a value JSON cannot carry. A
- * message that does not decode is a `TransportError` with reason `Decode`.
+ * message that does not decode is a `TransportError` with reason `Decode`. Each of these answers
+ * an `Either` (a plain object, checked with `Either.isLeft`): the error on the left, the value on
+ * the right.
  *
  * @since 0.1.0
  */
@@ -45,27 +47,30 @@ const decoder = new TextDecoder("utf-8", { fatal: true })
 const decodeError = (subject: string, detail: string) => new TransportError({ reason: "Decode", subject, detail })
 
 /**
- * A tool's arguments or result as JSON, bounded by JT-LIM-02 and the depth bound; `what` names it
- * in the error (`"the arguments of 'add'"`). `undefined` is answered as `undefined` (no value).
+ * A tool's arguments or result as JSON, bounded by JT-LIM-02 and the depth bound, on the right; on
+ * the left the `TransportError` that refuses it, where `what` names it (`"the arguments of
+ * 'add'"`). `undefined` is answered as `Either.right(undefined)` (no value).
  *
  * @since 0.1.0
  * @category encoding
  */
-export const encodeValue = (value: unknown, what: string, subject: string): string | undefined | TransportError => {
+export const encodeValue = (value: unknown, what: string, subject: string): Either.Either<string | undefined, TransportError> => {
   const bounded = Protocol.boundedJson(value)
-  if (Either.isRight(bounded)) return bounded.right
+  if (Either.isRight(bounded)) return Either.right(bounded.right)
   const problem = bounded.left
   switch (problem._tag) {
     case "NotJson":
-      return new TransportError({ reason: "InvalidArgument", subject, detail: `${what}: not JSON (${problem.detail})` })
+      return Either.left(new TransportError({ reason: "InvalidArgument", subject, detail: `${what}: not JSON (${problem.detail})` }))
     case "TooDeep":
-      return new TransportError({ reason: "PayloadTooLarge", subject, detail: `${what}: nested deeper than ${limits.valueDepth} levels` })
+      return Either.left(new TransportError({ reason: "PayloadTooLarge", subject, detail: `${what}: nested deeper than ${limits.valueDepth} levels` }))
     case "TooLarge":
-      return new TransportError({
-        reason: "PayloadTooLarge",
-        subject,
-        detail: `${what}: ${problem.bytes} bytes of JSON, over the ${limits.valueBytes} allowed (JT-LIM-02)`
-      })
+      return Either.left(
+        new TransportError({
+          reason: "PayloadTooLarge",
+          subject,
+          detail: `${what}: ${problem.bytes} bytes of JSON, over the ${limits.valueBytes} allowed (JT-LIM-02)`
+        })
+      )
   }
 }
 
@@ -107,55 +112,56 @@ export const ok = (json?: string): string => withValue("ok", {}, "value", json)
 export const error = (wireError: WireError.WireError): string => encode("error", { error: WireError.encode(wireError) })
 
 /**
- * Parses a message's bytes into a JSON value with `v` equal to this version: invalid UTF-8, JSON
- * nested deeper than any message may be, JSON that does not parse, anything but an object, and
- * another version are each a `Decode` error.
+ * Parses a message's bytes into a JSON object with `v` equal to this version, on the right. On the
+ * left, a `Decode` error: invalid UTF-8, JSON nested deeper than any message may be, JSON that
+ * does not parse, anything but an object, and another version.
  *
  * @since 0.1.0
  * @category decoding
  */
-export const parse = (data: Uint8Array, subject: string): Record<string, unknown> | TransportError => {
+export const parse = (data: Uint8Array, subject: string): Either.Either<Record<string, unknown>, TransportError> => {
   let text: string
   try {
     text = decoder.decode(data)
   } catch {
-    return decodeError(subject, "the message is not UTF-8")
+    return Either.left(decodeError(subject, "the message is not UTF-8"))
   }
   if (Protocol.nestsDeeperThan(text, limits.valueDepth + limits.envelopeDepth)) {
-    return decodeError(subject, `the message nests deeper than ${limits.valueDepth + limits.envelopeDepth} levels`)
+    return Either.left(decodeError(subject, `the message nests deeper than ${limits.valueDepth + limits.envelopeDepth} levels`))
   }
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
   } catch (cause) {
-    return decodeError(subject, `the message is not JSON: ${cause instanceof Error ? cause.message : String(cause)}`)
+    return Either.left(decodeError(subject, `the message is not JSON: ${cause instanceof Error ? cause.message : String(cause)}`))
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    return decodeError(subject, "the message is not a JSON object")
+    return Either.left(decodeError(subject, "the message is not a JSON object"))
   }
   const v = (parsed as { v?: unknown }).v
   if (v !== version) {
-    return decodeError(subject, `the message is of protocol version ${JSON.stringify(v) ?? "(none)"}; this runtime speaks version ${version}`)
+    return Either.left(
+      decodeError(subject, `the message is of protocol version ${JSON.stringify(v) ?? "(none)"}; this runtime speaks version ${version}`)
+    )
   }
-  return parsed as Record<string, unknown>
+  return Either.right(parsed as Record<string, unknown>)
 }
 
 /**
- * Parses and decodes a message with `schema`; what does not decode is a `Decode` error naming the
- * first field at fault.
+ * Parses and decodes a message with `schema`: the message on the right, or on the left a `Decode`
+ * error (from `parse`, or naming the first field at fault).
  *
  * @since 0.1.0
  * @category decoding
  */
-export const decode = <A, I>(schema: Schema.Schema<A, I>, data: Uint8Array, subject: string): A | TransportError => {
+export const decode = <A, I>(schema: Schema.Schema<A, I>, data: Uint8Array, subject: string): Either.Either<A, TransportError> => {
   const parsed = parse(data, subject)
-  if (parsed instanceof TransportError) return parsed
-  return decodeParsed(schema, parsed, subject)
+  return Either.isLeft(parsed) ? Either.left(parsed.left) : decodeParsed(schema, parsed.right, subject)
 }
 
 /**
- * Parses a message and decodes it with the schema of its `kind` among `members`; an unknown kind
- * is a `Decode` error listing the known ones.
+ * Parses a message and decodes it with the schema of its `kind` among `members`: the message on
+ * the right, or on the left a `Decode` error (an unknown kind's lists the known ones).
  *
  * @since 0.1.0
  * @category decoding
@@ -164,19 +170,19 @@ export const decodeKind = <const M extends Record<string, Schema.Schema<any, any
   members: M,
   data: Uint8Array,
   subject: string
-): Schema.Schema.Type<M[keyof M]> | TransportError => {
+): Either.Either<Schema.Schema.Type<M[keyof M]>, TransportError> => {
   const parsed = parse(data, subject)
-  if (parsed instanceof TransportError) return parsed
-  const kind = parsed.kind
+  if (Either.isLeft(parsed)) return Either.left(parsed.left)
+  const kind = parsed.right.kind
   if (typeof kind !== "string" || !Object.hasOwn(members, kind)) {
-    return decodeError(
+    return Either.left(decodeError(
       subject,
       `kind: expected one of ${Object.keys(members).map((known) => JSON.stringify(known)).join(", ")}, got ${
         (JSON.stringify(kind) ?? "nothing").slice(0, 100)
       }`
-    )
+    ))
   }
-  return decodeParsed(members[kind]!, parsed, subject)
+  return decodeParsed(members[kind]!, parsed.right, subject)
 }
 
 type Codec = (u: unknown) => Either.Either<unknown, ParseResult.ParseError>
@@ -211,8 +217,16 @@ export const decoderOf = <A, I>(schema: Schema.Schema<A, I>): (u: unknown) => Ei
 export const encoderOf = <A, I>(schema: Schema.Schema<A, I>): (u: unknown) => Either.Either<I, ParseResult.ParseError> =>
   memo(encoders, schema, () => Schema.encodeUnknownEither(schema)) as (u: unknown) => Either.Either<I, ParseResult.ParseError>
 
-/** Decodes a parsed message with `schema`. @since 0.1.0 @category decoding */
-export const decodeParsed = <A, I>(schema: Schema.Schema<A, I>, parsed: unknown, subject: string): A | TransportError => {
+/**
+ * Decodes a parsed message with `schema`: the message on the right, or on the left a `Decode`
+ * error naming the first field at fault.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decodeParsed = <A, I>(schema: Schema.Schema<A, I>, parsed: unknown, subject: string): Either.Either<A, TransportError> => {
   const decoded = decoderOf(schema)(parsed)
-  return Either.isRight(decoded) ? decoded.right : decodeError(subject, ParseIssues.describe(decoded.left, { root: "the message" }))
+  return Either.isRight(decoded)
+    ? decoded as Either.Either<A, never>
+    : Either.left(decodeError(subject, ParseIssues.describe(decoded.left, { root: "the message" })))
 }

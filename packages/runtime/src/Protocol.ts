@@ -128,13 +128,13 @@ export const requests = <T extends Table>(t: T): Requests<T> => {
   return found as unknown as Requests<T>
 }
 
-/** A payload's wire fields, encoded with the operation's request schema (renames applied). */
-const encodeRequest = (t: Table, kind: string, payload: unknown, subject: string): Record<string, unknown> | TransportError => {
+/** A payload's wire fields, encoded with the operation's request schema (renames applied), or the `InvalidArgument` error that refuses them. */
+const encodeRequest = (t: Table, kind: string, payload: unknown, subject: string): Either.Either<Record<string, unknown>, TransportError> => {
   const schema = (requests(t) as unknown as Record<string, Schema.Schema<any, any, never>>)[kind]!
   const encoded = Envelope.encoderOf(schema)({ ...(payload as object), v: Envelope.version, kind })
   return Either.isRight(encoded)
-    ? encoded.right as Record<string, unknown>
-    : new TransportError({ reason: "InvalidArgument", subject, detail: `${kind}: ${ParseIssues.describe(encoded.left, { root: "the value" })}` })
+    ? Either.right(encoded.right as Record<string, unknown>)
+    : Either.left(new TransportError({ reason: "InvalidArgument", subject, detail: `${kind}: ${ParseIssues.describe(encoded.left, { root: "the value" })}` }))
 }
 
 /**
@@ -147,7 +147,7 @@ const encodeRequest = (t: Table, kind: string, payload: unknown, subject: string
 export const reply = (op: Operation, value: unknown, what: string, subject: string): string => {
   if (op.value === true) {
     const json = Envelope.encodeValue(value, what, subject)
-    return json instanceof TransportError ? Envelope.error(json) : Envelope.ok(json)
+    return Either.isLeft(json) ? Envelope.error(json.left) : Envelope.ok(json.right)
   }
   const encoded = Envelope.encoderOf(op.success)(value)
   if (Either.isLeft(encoded)) {
@@ -185,8 +185,9 @@ const failureName = (kind: string, payload: Record<string, unknown>): string => 
 export const serve = <T extends Table>(t: T, handlers: Handlers<T>, options?: ServeOptions): Transport.Handler => {
   const members = requests(t) as unknown as Record<string, Schema.Schema<any, any>>
   return (request) => {
-    const message = Envelope.decodeKind(members, request.data, request.subject)
-    if (message instanceof TransportError) return Envelope.error(message)
+    const decoded = Envelope.decodeKind(members, request.data, request.subject)
+    if (Either.isLeft(decoded)) return Envelope.error(decoded.left)
+    const message = decoded.right
     const kind: string = message.kind
     const expected = options?.kindOf?.(request.subject)
     if (expected !== undefined && expected !== kind) {
@@ -229,8 +230,8 @@ const messageOf = (error: unknown): string => {
 export type Send = (kind: string, payload: string) => Promise<Transport.Message>
 
 /**
- * A reply's value, or the wire error it carries (a reply that does not decode is a `Decode`
- * error).
+ * A reply's value on the right, or on the left the wire error it carries (decoded with `error`
+ * first, when given); a reply that does not decode is a `Decode` error on the left.
  *
  * @since 0.1.0
  * @category decoding
@@ -239,18 +240,21 @@ export const valueOf = (
   message: Transport.Message,
   subject: string,
   error?: Schema.Schema<any, any, never>
-): { readonly value: unknown } | WireError.WireError => {
+): Either.Either<unknown, WireError.WireError> => {
   const parsed = Envelope.parse(message.data, subject)
-  if (parsed instanceof TransportError) return parsed
-  if (parsed.kind === "error") {
+  if (Either.isLeft(parsed)) return Either.left(parsed.left)
+  const reply = parsed.right
+  if (reply.kind === "error") {
     if (error !== undefined) {
-      const decoded = Envelope.decoderOf(error)(parsed.error)
-      if (Either.isRight(decoded)) return decoded.right as WireError.WireError
+      const decoded = Envelope.decoderOf(error)(reply.error)
+      if (Either.isRight(decoded)) return Either.left(decoded.right as WireError.WireError)
     }
-    return WireError.decode(parsed.error, subject)
+    return Either.left(WireError.decode(reply.error, subject))
   }
-  if (parsed.kind !== "ok") return new TransportError({ reason: "Decode", subject, detail: `kind: expected "ok" or "error", got ${JSON.stringify(parsed.kind)?.slice(0, 100)}` })
-  return { value: parsed.value }
+  if (reply.kind !== "ok") {
+    return Either.left(new TransportError({ reason: "Decode", subject, detail: `kind: expected "ok" or "error", got ${JSON.stringify(reply.kind)?.slice(0, 100)}` }))
+  }
+  return Either.right(reply.value)
 }
 
 /**
@@ -264,12 +268,12 @@ export const client = <T extends Table>(t: T, subjectOf: (kind: string) => strin
   ((kind: string, payload: unknown) => {
     const subject = subjectOf(kind)
     const fields = encodeRequest(t, kind, payload, subject)
-    if (fields instanceof TransportError) return Promise.reject(fields)
+    if (Either.isLeft(fields)) return Promise.reject(fields.left)
     const op = t[kind]!
-    return send(kind, JSON.stringify(fields)).then((message) => {
+    return send(kind, JSON.stringify(fields.right)).then((message) => {
       const answer = valueOf(message, subject, op.error)
-      if (!("value" in answer)) throw answer
-      return decodeSuccess(op, answer.value, subject)
+      if (Either.isLeft(answer)) throw answer.left
+      return decodeSuccess(op, answer.right, subject)
     })
   }) as Invoke<T>
 

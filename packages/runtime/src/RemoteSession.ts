@@ -27,6 +27,7 @@
  * @since 0.1.0
  */
 import { HarnessError, JitToolEvent } from "@jitbox/core"
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -128,22 +129,22 @@ export class RemoteSession implements SessionApi {
       throw activationError
     }
     const answer = Protocol.valueOf(activated, this.activation)
-    if (!("value" in answer)) throw answer
+    if (Either.isLeft(answer)) throw answer.left
     return request(subject, payload)
   }
 
   /** Calls a tool; rejects with the typed error of the session, or `TransportError`. */
   callTool(name: string, args?: unknown, options?: CallOptions): Promise<unknown> {
     const json = Envelope.encodeValue(args ?? {}, `the arguments of '${name}'`, this.call)
-    if (json instanceof TransportError) return Promise.reject(json)
+    if (Either.isLeft(json)) return Promise.reject(json.left)
     const signal = options?.signal
     const callId = options?.callId ?? (signal === undefined ? undefined : Ids.newCallId())
     if (signal?.aborted === true) return Promise.reject(new HarnessError.ToolCancelled({ name, callId: callId ?? "" }))
-    const payload = Envelope.withValue("call", callId === undefined ? { name } : { name, call_id: callId }, "args", json)
+    const payload = Envelope.withValue("call", callId === undefined ? { name } : { name, call_id: callId }, "args", json.right)
     const pending = this.send(this.call, payload, options?.timeoutMs ?? this.timeoutMs, signal, this.traceHeaders?.()).then((reply) => {
       const answer = Protocol.valueOf(reply, this.call)
-      if (!("value" in answer)) throw answer
-      const value = answer.value
+      if (Either.isLeft(answer)) throw answer.left
+      const value = answer.right
       if (Envelope.valueTooLarge(value, reply.data.length)) {
         throw new TransportError({
           reason: "PayloadTooLarge",
@@ -190,7 +191,7 @@ export class RemoteSession implements SessionApi {
     return this.transport.request(this.manage, Envelope.encode("forget"), { timeoutMs: this.timeoutMs }).then(
       (reply) => {
         const answer = Protocol.valueOf(reply, this.manage)
-        if (!("value" in answer)) throw answer
+        if (Either.isLeft(answer)) throw answer.left
       },
       (error: unknown) => {
         if (isTransportError(error) && error.reason === "NoResponders") return

@@ -38,6 +38,7 @@ import { Admission, HarnessError, JitPolicy, Sessions as CoreSessions } from "@j
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
@@ -443,8 +444,8 @@ export const make = (
         { queue: defaults.activationQueue, concurrency: 16, backlog: options.backlog, graceMs: options.graceMs },
         (request) => {
           const message = Envelope.decode(SessionProtocol.ActivateRequest, request.data, request.subject)
-          if (message instanceof TransportError) return Envelope.error(message)
-          return acquire(message.session_id).then(
+          if (Either.isLeft(message)) return Envelope.error(message.left)
+          return acquire(message.right.session_id).then(
             () => Envelope.ok(),
             (thrown) => Envelope.error(WireError.fromThrown("activate", thrown))
           )

@@ -19,6 +19,7 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import { DeliveryBuffer } from "./internal/deliveryBuffer.js"
@@ -218,31 +219,33 @@ const flushBounded = (driver: Driver): Effect.Effect<void> =>
 export const fromDriver = (driver: Driver): TransportShape => {
   const encode = (payload: Payload): Uint8Array => typeof payload === "string" ? encoder.encode(payload) : payload
 
-  /** The encoded data of a message to send, or the error that refuses it. */
-  const outgoing = (subject: string, payload: Payload, headers: Headers | undefined): Uint8Array | TransportError => {
-    if (!Subject.isLiteral(subject)) return invalid(subject, "not a literal subject: non-empty tokens joined by \".\", no wildcards or whitespace")
-    if (typeof payload !== "string" && !(payload instanceof Uint8Array)) return invalid(subject, "the payload is neither a string nor a Uint8Array")
+  /** The encoded data of a message to send on the right, or on the left the error that refuses it. */
+  const outgoing = (subject: string, payload: Payload, headers: Headers | undefined): Either.Either<Uint8Array, TransportError> => {
+    if (!Subject.isLiteral(subject)) return Either.left(invalid(subject, "not a literal subject: non-empty tokens joined by \".\", no wildcards or whitespace"))
+    if (typeof payload !== "string" && !(payload instanceof Uint8Array)) return Either.left(invalid(subject, "the payload is neither a string nor a Uint8Array"))
     if (headers !== undefined) {
       const bad = Status.checkHeaders(headers)
-      if (bad !== undefined) return invalid(subject, `the message has ${bad}`)
+      if (bad !== undefined) return Either.left(invalid(subject, `the message has ${bad}`))
     }
     const data = encode(payload)
     const size = Status.payloadSize(data, headers)
     const max = driver.maxPayload()
     if (size > max) {
-      return new TransportError({
-        reason: "PayloadTooLarge",
-        subject,
-        detail: `the message is ${size} bytes (data and headers); the server's max_payload is ${max}`
-      })
+      return Either.left(
+        new TransportError({
+          reason: "PayloadTooLarge",
+          subject,
+          detail: `the message is ${size} bytes (data and headers); the server's max_payload is ${max}`
+        })
+      )
     }
-    return data
+    return Either.right(data)
   }
 
   const publish = (subject: Subject.Subject, payload: Payload, headers?: Headers): void => {
     const data = outgoing(subject, payload, headers)
-    if (data instanceof TransportError) throw data
-    driver.publish(subject, data, headers)
+    if (Either.isLeft(data)) throw data.left
+    driver.publish(subject, data.right, headers)
   }
 
   const request = (subject: Subject.Subject, payload: Payload, options: RequestOptions): Promise<Message> => {
@@ -251,11 +254,11 @@ export const fromDriver = (driver: Driver): TransportShape => {
       return Promise.reject(invalid(subject, `timeoutMs must be a positive number of milliseconds, got ${String(timeoutMs)}`))
     }
     const data = outgoing(subject, payload, headers)
-    if (data instanceof TransportError) return Promise.reject(data)
+    if (Either.isLeft(data)) return Promise.reject(data.left)
     if (signal?.aborted === true) return Promise.reject(cancelled(subject))
     let pending: Promise<Message>
     try {
-      pending = driver.request(subject, data, headers, timeoutMs)
+      pending = driver.request(subject, data.right, headers, timeoutMs)
     } catch (error) {
       return Promise.reject(error)
     }

@@ -54,6 +54,7 @@
 import type { CodeLanguage } from "@jitbox/core"
 import { type HarnessError, Slots } from "@jitbox/core"
 import { SandboxRunner, type SandboxConfig } from "@jitbox/sandbox"
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Envelope from "./Envelope.js"
@@ -174,8 +175,9 @@ const workerRequests = Protocol.requests(WorkerProtocol.worker)
 const handler = (parts: Parts, language: CodeLanguage, slots: Slots.Slots | undefined): Transport.Handler => (request) => {
   const pinned = slots === undefined
   const subject = request.subject
-  const message = Envelope.decodeKind(workerRequests, request.data, subject)
-  if (message instanceof TransportError) return Envelope.error(message)
+  const decoded = Envelope.decodeKind(workerRequests, request.data, subject)
+  if (Either.isLeft(decoded)) return Envelope.error(decoded.left)
+  const message = decoded.right
   if (Envelope.valueTooLarge(message.kind === "invoke" ? message.args : undefined, request.data.length)) {
     return Envelope.error(new TransportError({ reason: "PayloadTooLarge", subject, detail: `the arguments of '${message.toolName}': over JT-LIM-02` }))
   }

@@ -19,6 +19,7 @@
  */
 import { type CodeLanguage, HarnessError } from "@jitbox/core"
 import * as Deferred from "effect/Deferred"
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
@@ -317,8 +318,8 @@ export const track = (
           const report = message.data.length > limits.reportBytes
             ? undefined
             : Envelope.decode(CapacityReport, message.data, message.subject)
-          if (report === undefined || report instanceof TransportError) malformed++
-          else entries.offer(report, clock.unsafeCurrentTimeMillis())
+          if (report === undefined || Either.isLeft(report)) malformed++
+          else entries.offer(report.right, clock.unsafeCurrentTimeMillis())
         })
       ),
       Effect.ignore,

@@ -8,6 +8,7 @@ import { HarnessError, JitHarnessSnapshot } from "@jitbox/core"
 import { SandboxError } from "@jitbox/sandbox"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
@@ -30,8 +31,8 @@ const encoder = new TextEncoder()
 const roundTrip = (error: WireError.WireError): WireError.WireError => {
   const text = Envelope.error(error)
   const parsed = Envelope.parse(encoder.encode(text), subject)
-  if (parsed instanceof TransportError) throw parsed
-  return WireError.decode(parsed.error, subject)
+  if (Either.isLeft(parsed)) throw parsed.left
+  return WireError.decode(parsed.right.error, subject)
 }
 
 const everyError: ReadonlyArray<WireError.WireError> = [
@@ -108,37 +109,37 @@ describe("wire errors", () => {
 describe("the envelope", () => {
   it("call and reply messages carry v and kind; a spliced value is the same JSON", () => {
     const json = Envelope.encodeValue({ left: 1, right: 2 }, "the arguments", subject)
-    assert.strictEqual(json, `{"left":1,"right":2}`)
-    const call = Envelope.withValue("call", { name: "add", call_id: "toolu_1" }, "args", json as string)
+    assert.deepStrictEqual(json, Either.right(`{"left":1,"right":2}`))
+    const call = Envelope.withValue("call", { name: "add", call_id: "toolu_1" }, "args", Either.getOrThrow(json))
     assert.deepStrictEqual(JSON.parse(call), { v: 1, kind: "call", name: "add", call_id: "toolu_1", args: { left: 1, right: 2 } })
     const decoded = Envelope.decodeKind(SessionProtocol.callMessages, encoder.encode(call), subject)
-    assert.deepStrictEqual(decoded, { v: 1, kind: "call", name: "add", call_id: "toolu_1", args: { left: 1, right: 2 } })
+    assert.deepStrictEqual(decoded, Either.right({ v: 1, kind: "call", name: "add", call_id: "toolu_1", args: { left: 1, right: 2 } }))
     assert.deepStrictEqual(JSON.parse(Envelope.ok("3")), { v: 1, kind: "ok", value: 3 })
     assert.deepStrictEqual(JSON.parse(Envelope.ok()), { v: 1, kind: "ok" })
   })
 
   it("values are bounded before they are sent: JT-LIM-02, depth, JSON", () => {
+    const refusal = (value: unknown, what = "v"): TransportError => Either.flip(Envelope.encodeValue(value, what, subject)).pipe(Either.getOrThrow)
     const exact = "x".repeat(262_144 - 2)
-    assert.strictEqual(Envelope.encodeValue(exact, "v", subject), JSON.stringify(exact))
-    const over = Envelope.encodeValue("x".repeat(262_144 - 1), "the arguments of 'echo'", subject)
-    assert.isTrue(isTransportError(over) && over.reason === "PayloadTooLarge")
-    assert.include((over as TransportError).detail, "the arguments of 'echo': 262145 bytes")
+    assert.deepStrictEqual(Envelope.encodeValue(exact, "v", subject), Either.right(JSON.stringify(exact)))
+    const over = refusal("x".repeat(262_144 - 1), "the arguments of 'echo'")
+    assert.strictEqual(over.reason, "PayloadTooLarge")
+    assert.include(over.detail, "the arguments of 'echo': 262145 bytes")
     // Multi-byte characters count as bytes, not characters.
-    const wide = Envelope.encodeValue("é".repeat(131_100), "v", subject)
-    assert.isTrue(isTransportError(wide) && wide.reason === "PayloadTooLarge")
-    const deep = Envelope.encodeValue(JSON.parse(`${"[".repeat(129)}${"]".repeat(129)}`), "v", subject)
-    assert.isTrue(isTransportError(deep) && deep.reason === "PayloadTooLarge")
+    assert.strictEqual(refusal("é".repeat(131_100)).reason, "PayloadTooLarge")
+    assert.strictEqual(refusal(JSON.parse(`${"[".repeat(129)}${"]".repeat(129)}`)).reason, "PayloadTooLarge")
     const cyclic: Record<string, unknown> = {}
     cyclic.self = cyclic
-    const notJson = Envelope.encodeValue(cyclic, "v", subject)
-    assert.isTrue(isTransportError(notJson) && notJson.reason === "InvalidArgument")
-    assert.isUndefined(Envelope.encodeValue(undefined, "v", subject))
+    assert.strictEqual(refusal(cyclic).reason, "InvalidArgument")
+    assert.deepStrictEqual(Envelope.encodeValue(undefined, "v", subject), Either.right(undefined))
   })
 
   it("what a peer sends that does not decode is a Decode error naming the fault", () => {
     const decode = (text: string) => {
       const decoded = Envelope.decodeKind(SessionProtocol.manageRequests, encoder.encode(text), subject)
-      return isTransportError(decoded) && decoded.reason === "Decode" ? decoded.detail : `decoded: ${JSON.stringify(decoded)}`
+      return Either.isLeft(decoded)
+        ? decoded.left.reason === "Decode" ? decoded.left.detail : `refused: ${decoded.left.reason}`
+        : `decoded: ${JSON.stringify(decoded.right)}`
     }
     assert.include(decode("{"), "not JSON")
     assert.include(decode("null"), "not a JSON object")

@@ -9,6 +9,7 @@
  * Both loops are fibers on the context's `Clock` (`Schedule.spaced`), forked in the scope, so a
  * test drives them with `TestClock`.
  */
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
@@ -114,8 +115,9 @@ export const watchdog = (options: {
       Effect.flatMap(transport.subscribe(Subject.sessionHeartbeat(options.prefix, sessionId)), (stream) =>
         Effect.forkScoped(Effect.ignore(Stream.runForEach(stream, (message) =>
           Effect.sync(() => {
-            const beat = Envelope.decode(WorkerProtocol.Heartbeat, message.data, message.subject)
-            if (beat instanceof TransportError) return
+            const decoded = Envelope.decode(WorkerProtocol.Heartbeat, message.data, message.subject)
+            if (Either.isLeft(decoded)) return
+            const beat = decoded.right
             const calls = inflight.get(sessionId)
             if (calls === undefined) return
             const t = now()

@@ -17,6 +17,7 @@
 import { ThrownValue, type CodeRunner } from "@jitbox/core"
 import type { SandboxRunner } from "@jitbox/sandbox"
 import type * as Clock from "effect/Clock"
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
@@ -171,12 +172,12 @@ const nestedHost = ({ clock, options, running, transport }: Table, sessionId: Id
       const parent = running.get(key(sessionId, parentCallId))
       const timeoutMs = parent?.deadline == null ? options.nestedTimeoutMs : Math.max(1, parent.deadline - clock.unsafeCurrentTimeMillis())
       const json = Envelope.encodeValue(args, `the arguments of '${name}'`, subject)
-      if (json instanceof TransportError) throw json
-      const body = Wire.message(WorkerProtocol.session, "nested", { parentCallId, name }, "args", json)
+      if (Either.isLeft(json)) throw json.left
+      const body = Wire.message(WorkerProtocol.session, "nested", { parentCallId, name }, "args", json.right)
       const reply = await transport.request(subject, body, { timeoutMs, signal: parent?.controller.signal, headers: parent?.trace.headers })
       const answer = valueOf(reply, subject)
-      if (!("value" in answer)) throw answer
-      return answer.value
+      if (Either.isLeft(answer)) throw answer.left
+      return answer.right
     }
   }
 }
@@ -194,8 +195,8 @@ export const make = (options: Options): Effect.Effect<Invocations, TransportErro
       Stream.runForEach((message) =>
         Effect.sync(() => {
           const cancel = Envelope.decode(WorkerProtocol.CancelMessage, message.data, message.subject)
-          if (cancel instanceof TransportError) return
-          running.get(key(cancel.sessionId, cancel.callId))?.controller.abort()
+          if (Either.isLeft(cancel)) return
+          running.get(key(cancel.right.sessionId, cancel.right.callId))?.controller.abort()
         })
       ),
       Effect.ignore,

@@ -68,8 +68,7 @@ export const join = (parts: ReadonlyArray<Uint8Array>, versionId: string, subjec
   } catch {
     return Either.left(new TransportError({ reason: "Decode", subject, detail: `package ${versionId}: its chunks are not JSON` }))
   }
-  const files = Envelope.decodeParsed(WorkerProtocol.PackageFiles, parsed, subject)
-  return files instanceof TransportError ? Either.left(files) : Either.right(files.files)
+  return Either.map(Envelope.decodeParsed(WorkerProtocol.PackageFiles, parsed, subject), (decoded) => decoded.files)
 }
 
 /** The worker's end: fetches a package version from its session, each chunk within `timeoutMs`. */

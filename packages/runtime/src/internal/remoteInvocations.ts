@@ -90,7 +90,7 @@ const sendUntilAnswered = async (
     try {
       const reply = await transport.request(subject, body, { timeoutMs: Math.max(1, deadline + graceMs - now()), signal, headers })
       const answer = valueOf(reply, subject)
-      return "value" in answer ? answer.value : rethrow(answer)
+      return Either.isRight(answer) ? answer.right : rethrow(answer.left)
     } catch (error) {
       // the worker went silent, or the caller gave up (the harness's deadline, a cancel): that
       // reason says what happened, not the worker's answer to the cancel racing it
@@ -116,7 +116,7 @@ const invokeOne = async (
   const sent = now()
   const timeoutMs = context.deadline === null ? null : Math.max(1, context.deadline - sent)
   const args = Envelope.encodeValue(invocation.args, `the arguments of '${invocation.toolName}'`, subject)
-  if (args instanceof TransportError) throw args
+  if (Either.isLeft(args)) throw args.left
   const body = Wire.message(WorkerProtocol.worker, "invoke", {
     ...registered.fields,
     leaseId,
@@ -126,7 +126,7 @@ const invokeOne = async (
     depth: context.depth,
     withinChange: context.withinChange,
     timeoutMs
-  }, "args", args)
+  }, "args", args.right)
   const sessionId = registered.fields.sessionId
   const watched = options.watchdog.watch(sessionId, context.callId, invocation.toolName, subject)
   const lost = watched.lost

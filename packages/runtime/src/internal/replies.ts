@@ -2,14 +2,14 @@
  * Writing the `ok` / `error` replies of the worker protocol, shared by `Worker` and
  * `RemoteCodeRunner` (a reply is read by `Protocol.valueOf`).
  */
+import * as Either from "effect/Either"
 import * as Envelope from "../Envelope.js"
-import { TransportError } from "../TransportError.js"
 import * as WireError from "../WireError.js"
 
 /** Answers `value` bounded by JT-LIM-02, or the error that refuses it. */
 export const okValue = (value: unknown, what: string, subject: string): string => {
   const json = Envelope.encodeValue(value, what, subject)
-  return json instanceof TransportError ? Envelope.error(json) : Envelope.ok(json)
+  return Either.isLeft(json) ? Envelope.error(json.left) : Envelope.ok(json.right)
 }
 
 /** Answers a failure as its wire error. */

@@ -5,6 +5,7 @@
  * carried, its arguments and result are bounded by JT-LIM-02, and `cancel` aborts a running call
  * named by its `call_id`. Plain Promise code: it runs once per remote call.
  */
+import * as Either from "effect/Either"
 import * as Envelope from "../Envelope.js"
 import * as Protocol from "../Protocol.js"
 import type { SessionApi } from "../SessionApi.js"
@@ -21,8 +22,9 @@ export const callHandler = (api: SessionApi, trace: TraceContext.TraceContextSha
   const op = SessionProtocol.call.call
   return (request) => {
     const subject = request.subject
-    const message = Envelope.decodeKind(SessionProtocol.callMessages, request.data, subject)
-    if (message instanceof TransportError) return Envelope.error(message)
+    const decoded = Envelope.decodeKind(SessionProtocol.callMessages, request.data, subject)
+    if (Either.isLeft(decoded)) return Envelope.error(decoded.left)
+    const message = decoded.right
     if (message.kind === "cancel") {
       cancellable.get(message.call_id)?.abort()
       return Envelope.ok()
