@@ -30,25 +30,25 @@
  *
  * Idle time is measured with the context's `Clock`, so a test drives it with `TestClock`.
  *
+ * `make` composes parts in `internal/`: the registry of session slots (`sessionSlots`), starting
+ * one session in a scope of its own (`sessionStart`), the ownership claim (`sessionClaim`), the
+ * admission choice (`sessionAdmission`), the passivation sweep (`passivation`) and the
+ * `sessions.activate` responder (`activationResponder`).
+ *
  * @since 0.1.0
  */
 import { EventFeed, type JitHarnessOptions, type JitHarnessSnapshot } from "@jitbox/core"
 import type { BaseTools, CallOptions, SessionShape } from "@jitbox/core"
-import { Admission, HarnessError, JitPolicy, Sessions as CoreSessions } from "@jitbox/core"
-import * as Clock from "effect/Clock"
+import { Admission, HarnessError, type JitPolicy, Sessions as CoreSessions } from "@jitbox/core"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
-import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as os from "node:os"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as Envelope from "./Envelope.js"
-import type * as CoordinatorProtocol from "./CoordinatorProtocol.js"
 import * as LeasedAdmission from "./LeasedAdmission.js"
 import * as SessionLeases from "./SessionLeases.js"
 import * as SessionOwnership from "./SessionOwnership.js"
@@ -61,9 +61,13 @@ import type * as SnapshotStore from "./SnapshotStore.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
-import * as WireError from "./WireError.js"
+import * as ActivationResponder from "./internal/activationResponder.js"
+import * as Passivation from "./internal/passivation.js"
 import { promiseRunner } from "./internal/promiseRunner.js"
+import * as Admitting from "./internal/sessionAdmission.js"
 import * as SessionClaim from "./internal/sessionClaim.js"
+import * as SessionSlots from "./internal/sessionSlots.js"
+import * as SessionStart from "./internal/sessionStart.js"
 
 /** @since 0.1.0 @category models */
 export interface SessionsOptions {
@@ -130,11 +134,6 @@ export interface SessionsShape extends CoreSessions.SessionsShape {
 
 /** @since 0.1.0 @category tags */
 export class Sessions extends Context.Tag("@jitbox/runtime/Sessions")<Sessions, SessionsShape>() {}
-
-type Slot =
-  | { readonly state: "activating"; readonly pending: Promise<SessionActor.SessionActor> }
-  | { readonly state: "active"; readonly actor: SessionActor.SessionActor; readonly scope: Scope.CloseableScope }
-  | { readonly state: "closing"; readonly closed: Promise<void> }
 
 /** What a `LocalSession` needs of its host. */
 interface Host {
@@ -243,20 +242,37 @@ export class LocalSession implements SessionShape, SessionApi {
   }
 }
 
+/** The options of the actor of `sessionId` (with an admission, its policy is the admission's). */
+const actorOptions = (
+  options: SessionsOptions,
+  sessionId: Ids.SessionId,
+  admitted: boolean,
+  onForget: () => Promise<void>
+): SessionActor.SessionActorOptions => ({
+  prefix: options.prefix,
+  sessionId,
+  harness: admitted ? { ...options.harness, policy: undefined } : options.harness,
+  template: options.template,
+  callConcurrency: options.callConcurrency,
+  manageConcurrency: options.manageConcurrency,
+  backlog: options.backlog,
+  graceMs: options.graceMs,
+  onForget
+})
 
-/** The decoded policy when it requires a root coordinator and no admission is configured; a bad policy throws `ConfigError`. */
-const requiresRootCoordinator = (options: SessionsOptions): JitPolicy.JitPolicy | undefined => {
-  const input = options.harness?.policy
-  if (options.admission !== undefined || input === undefined) return undefined
-  const policy = JitPolicy.make(input)
-  return policy.requireRootCoordinator ? policy : undefined
+/** The `LocalSession` of a session id, made on first use and kept in `locals`; a bad id throws `ConfigError`. */
+const localSession = (locals: Map<Ids.SessionId, LocalSession>, host: Host) => (sessionId: string): LocalSession => {
+  const id = Ids.sessionId(sessionId)
+  let local = locals.get(id)
+  if (local === undefined) {
+    local = new LocalSession(id, host)
+    locals.set(id, local)
+  }
+  return local
 }
 
-/** A coordinator's refusal as the error an activation fails with. */
-const notAdmitted = (sessionId: Ids.SessionId) => (error: CoordinatorProtocol.CoordinatorError): SessionActor.ActivationError =>
-  error._tag === "AdmissionError" || error._tag === "LedgerError"
-    ? new HarnessError.PolicyViolation({ name: sessionId, reason: "NotAdmitted", detail: `the coordinator did not admit session '${sessionId}': ${error.message}` })
-    : error
+/** This host's default name in `SessionOwnership` claims. */
+const defaultOwnerId = (): string => `${os.hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
 
 /**
  * A host of sessions, serving until the scope closes; closing it closes every session it holds
@@ -275,204 +291,64 @@ export const make = (
     const context = yield* Effect.context<Transport.Transport | SnapshotStore.SnapshotStore>()
     const run = promiseRunner(yield* Effect.runtime<never>())
     const idleMs = Duration.toMillis(Duration.decode(options.idleTimeout ?? defaults.idleTimeout))
-    const slots = new Map<Ids.SessionId, Slot>()
-    let closed = false
     /** The admissions of the active sessions, by session id (each removed when its session's scope closes). */
     const admissions = new Map<Ids.SessionId, LeasedAdmission.LeasedAdmission>()
     const ownership = Option.getOrUndefined(yield* Effect.serviceOption(SessionOwnership.SessionOwnership))
-    const ownerId = options.ownerId ?? `${os.hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
-    const rootRequired = yield* Effect.try({ try: () => requiresRootCoordinator(options), catch: (error) => error as HarnessError.ConfigError })
+    const ownerId = options.ownerId ?? defaultOwnerId()
+    const rootRequired = yield* Effect.try({
+      try: () => Admitting.requiresRootCoordinator(options),
+      catch: (error) => error as HarnessError.ConfigError
+    })
     const locals = new Map<Ids.SessionId, LocalSession>()
-
-    const activeActor = (sessionId: Ids.SessionId): SessionActor.SessionActor | undefined => {
-      if (closed) return undefined
-      const slot = slots.get(sessionId)
-      return slot?.state === "active" ? slot.actor : undefined
-    }
-
-    const start = (sessionId: Ids.SessionId) =>
-      // The scope is forked and closed on failure atomically; the actor itself is built
-      // interruptible, so the runtime its harness captures (timers, fibers) can be interrupted.
-      Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
-        const scope = yield* Scope.fork(hostScope, ExecutionStrategy.sequential)
-        const exit = yield* restore(Effect.zipRight(claim(sessionId), Effect.flatMap(admissionOf(sessionId), (admission) =>
-          SessionActor.make({
-            prefix: options.prefix,
-            sessionId,
-            harness: admission === undefined ? options.harness : { ...options.harness, policy: undefined },
-            template: options.template,
-            callConcurrency: options.callConcurrency,
-            manageConcurrency: options.manageConcurrency,
-            backlog: options.backlog,
-            graceMs: options.graceMs,
-            onForget: () => forgetFromWire(sessionId)
-          }).pipe(admission === undefined ? (effect) => effect : Effect.provideService(Admission.Admission, admission))
-        ))).pipe(Scope.extend(scope), Effect.provide(context), Effect.exit)
-        if (Exit.isFailure(exit)) {
-          yield* Scope.close(scope, exit)
-          return yield* Effect.failCause(exit.cause)
-        }
-        return { actor: exit.value, scope }
-      }))
 
     /** Claims the session for this host until the session's scope closes (a no-op without `SessionOwnership`). */
     const claim = (sessionId: Ids.SessionId): Effect.Effect<void, SessionOwnership.OwnershipError, Scope.Scope> =>
       ownership === undefined ? Effect.void : SessionClaim.hold(ownership, ownerId, sessionId, (why) =>
         Effect.zipRight(
           Effect.logWarning(`jitbox: session ${sessionId} is closed here: ${why}`),
-          Effect.forkIn(release(sessionId, () => true, true), hostScope)
+          slots.releaseStored(sessionId)
         ))
-
-    /** The session's admission: its coordinator lease, a refusal (D-19), or none (the harness's own policy). */
-    const admissionOf = (
-      sessionId: Ids.SessionId
-    ): Effect.Effect<Admission.AdmissionShape | undefined, SessionActor.ActivationError, Scope.Scope | Transport.Transport> => {
-      const admission = options.admission
-      if (admission === undefined) {
-        if (rootRequired === undefined) return Effect.succeed(undefined)
-        return Effect.succeed(Admission.refusing(
-          rootRequired,
-          "RootCoordinatorRequired",
-          `the policy requires a root coordinator (requireRootCoordinator) and no coordinator admitted session '${sessionId}': host it with an admission, or set requireRootCoordinator to false`
-        ))
-      }
-      return Effect.gen(function*() {
-        const leased = yield* LeasedAdmission.make({
-          prefix: options.prefix,
-          sessionId,
-          profile: admission.profile,
-          policy: admission.policy ?? options.harness?.policy,
-          deploymentConsent: admission.deploymentConsent,
-          task: admission.task,
-          contractVersion: admission.contractVersion,
-          instructions: admission.instructions,
-          timeoutMs: admission.timeoutMs,
-          retryMs: admission.retryMs
-        }).pipe(Effect.mapError(notAdmitted(sessionId)))
-        yield* Effect.acquireRelease(Effect.sync(() => admissions.set(sessionId, leased)), () =>
-          Effect.sync(() => {
-            if (admissions.get(sessionId) === leased) admissions.delete(sessionId)
-          }))
-        return leased
-      })
-    }
-
-    const acquire = (sessionId: Ids.SessionId): Promise<SessionActor.SessionActor> => {
-      if (closed) return Promise.reject(new HarnessError.HarnessReleased({ sessionId, operation: "activating the session" }))
-      const slot = slots.get(sessionId)
-      if (slot?.state === "active") return Promise.resolve(slot.actor)
-      if (slot?.state === "activating") return slot.pending
-      if (slot?.state === "closing") return slot.closed.then(() => acquire(sessionId))
-      const started = run(start(sessionId))
-      const pending = started.then(({ actor }) => actor)
-      const activating: Slot = { state: "activating", pending }
-      slots.set(sessionId, activating)
-      started.then(({ actor, scope }) => {
-        if (slots.get(sessionId) === activating) slots.set(sessionId, { state: "active", actor, scope })
-        locals.get(sessionId)?.relay(actor)
-      }, () => {
-        if (slots.get(sessionId) === activating) slots.delete(sessionId)
-      })
-      return pending
-    }
-
-    /** Stores (unless `stored`), then closes, an active session; `stillIdle` is asked again after the save. */
-    const release = (sessionId: Ids.SessionId, stillIdle: (actor: SessionActor.SessionActor) => boolean, stored = false) =>
-      Effect.gen(function*() {
-        const slot = slots.get(sessionId)
-        if (slot?.state !== "active" || !stillIdle(slot.actor)) return false
-        if (!stored) yield* slot.actor.persist
-        if (slots.get(sessionId) !== slot || !stillIdle(slot.actor)) return false
-        let closed!: () => void
-        const closing: Slot = { state: "closing", closed: new Promise<void>((resolve) => closed = resolve) }
-        slots.set(sessionId, closing)
-        yield* Scope.close(slot.scope, Exit.void)
-        if (slots.get(sessionId) === closing) slots.delete(sessionId)
-        closed()
-        return true
-      }).pipe(Effect.uninterruptible)
-
-    const idle = (actor: SessionActor.SessionActor, now: number) => !actor.pinned() && actor.idleFor(now) >= idleMs
-
-    const passivate = (sessionId: Ids.SessionId, passivateOptions?: { readonly force?: boolean }) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        release(sessionId, (actor) => passivateOptions?.force === true || idle(actor, now)))
-
-    const forget = async (sessionId: string): Promise<void> => {
-      const id = Ids.sessionId(sessionId)
-      for (;;) {
-        const slot = slots.get(id)
-        if (slot === undefined) return
-        if (slot.state === "activating") await slot.pending.catch(() => undefined)
-        else if (slot.state === "closing") await slot.closed
-        else {
-          await run(release(id, () => true))
-          return
-        }
-      }
-    }
+    const admissionOf = Admitting.admissionOf(options, rootRequired, admissions)
+    const start = SessionStart.starter(hostScope, context, (sessionId) =>
+      Effect.zipRight(claim(sessionId), Effect.flatMap(admissionOf(sessionId), (admission) =>
+        SessionActor.make(actorOptions(options, sessionId, admission !== undefined, () => forgetFromWire(sessionId))).pipe(
+          admission === undefined ? (effect) => effect : Effect.provideService(Admission.Admission, admission)
+        ))))
+    const slots = SessionSlots.make({
+      start: (sessionId) => run(start(sessionId)),
+      run,
+      hostScope,
+      onActive: (sessionId, actor) => locals.get(sessionId)?.relay(actor)
+    })
 
     /**
      * A `forget` message: store now and answer, then close in the background. Closing waits for
      * the requests taken to finish, and the `forget` request itself is one of them.
      */
     const forgetFromWire = async (sessionId: Ids.SessionId): Promise<void> => {
-      const actor = activeActor(sessionId)
+      const actor = slots.activeActor(sessionId)
       if (actor === undefined) return
       await run(actor.persist)
-      await run(Effect.forkIn(release(sessionId, () => true, true), hostScope))
+      await run(slots.releaseStored(sessionId))
     }
 
-    // Passivation: a sweep every quarter of the idle timeout (between 100 ms and 30 s).
-    const sweepEvery = Math.min(30_000, Math.max(100, idleMs / 4))
-    const sweep = Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      for (const [sessionId, slot] of [...slots]) {
-        if (slot.state !== "active" || !idle(slot.actor, now)) continue
-        yield* release(sessionId, (actor) => idle(actor, now)).pipe(
-          Effect.catchAll((error) =>
-            Effect.logWarning(`session ${sessionId} stays active: its snapshot could not be stored (${error.message})`)
-          )
-        )
-      }
-    })
-    yield* Effect.forkScoped(Effect.interruptible(Effect.forever(Effect.zipRight(Effect.sleep(sweepEvery), sweep))))
-
+    yield* Passivation.sweep(slots, idleMs)
     if (options.activation !== false) {
-      yield* transport.serve(
-        Subject.sessionsActivate(options.prefix),
-        { queue: defaults.activationQueue, concurrency: 16, backlog: options.backlog, graceMs: options.graceMs },
-        (request) => {
-          const message = Envelope.decode(SessionProtocol.ActivateRequest, request.data, request.subject)
-          if (Either.isLeft(message)) return Envelope.error(message.left)
-          return acquire(message.right.session_id).then(
-            () => Envelope.ok(),
-            (thrown) => Envelope.error(WireError.fromThrown("activate", thrown))
-          )
-        }
+      yield* ActivationResponder.serve(
+        transport,
+        { prefix: options.prefix, queue: defaults.activationQueue, backlog: options.backlog, graceMs: options.graceMs },
+        slots.acquire
       )
     }
-
     // Runs first when the host closes: nothing activates while its sessions are being closed.
-    yield* Effect.addFinalizer(() => Effect.sync(() => closed = true))
-
-    const host: Host = { acquire, activeActor, forget }
-    const get = (sessionId: string): LocalSession => {
-      const id = Ids.sessionId(sessionId)
-      let local = locals.get(id)
-      if (local === undefined) {
-        local = new LocalSession(id, host)
-        locals.set(id, local)
-      }
-      return local
-    }
+    yield* Effect.addFinalizer(() => Effect.sync(slots.close))
 
     return {
-      get,
-      forget,
-      activate: (sessionId) => Effect.tryPromise({ try: () => acquire(sessionId), catch: (error) => error as SessionActor.ActivationError }),
-      passivate,
-      active: () => closed ? [] : [...slots].flatMap(([sessionId, slot]) => slot.state === "active" ? [sessionId] : []),
+      get: localSession(locals, { acquire: slots.acquire, activeActor: slots.activeActor, forget: slots.forget }),
+      forget: slots.forget,
+      activate: (sessionId) => Effect.tryPromise({ try: () => slots.acquire(sessionId), catch: (error) => error as SessionActor.ActivationError }),
+      passivate: Passivation.passivate(slots, idleMs),
+      active: slots.active,
       leases: SessionLeases.view(admissions)
     }
   })
