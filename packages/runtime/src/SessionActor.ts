@@ -84,12 +84,87 @@ export const defaults = {
   manageConcurrency: 16
 } as const
 
-
-
 const page = (options: PageOptions | undefined): { offset?: number; limit?: number } => ({
   ...(options?.offset === undefined ? {} : { offset: options.offset }),
   ...(options?.limit === undefined ? {} : { limit: options.limit })
 })
+
+/** How the actor counts work and stores changes: `counted` and `changed` wrap handlers, `middleware` wraps tool calls. */
+interface Bookkeeping {
+  /** Resolves once the change `pending` made is stored. */
+  readonly changed: <A>(pending: Promise<A>) => Promise<A>
+  /** Runs `f` as work (the session is not idle while it runs). */
+  readonly counted: <A>(f: () => A | Promise<A>) => Promise<A>
+  /** Outermost, so a call counts as work for its whole length, whatever other middleware does. */
+  readonly middleware: Middleware
+}
+
+const bookkeeping = (activity: Activity, persister: Persister): Bookkeeping => {
+  const changed = <A>(pending: Promise<A>): Promise<A> => pending.then((value) => persister.persist().then(() => value))
+  const counted = <A>(f: () => A | Promise<A>): Promise<A> => {
+    activity.begin()
+    let pending: Promise<A>
+    try {
+      pending = Promise.resolve(f())
+    } catch (error) {
+      pending = Promise.reject(error)
+    }
+    pending.then(activity.end, activity.end)
+    return pending
+  }
+  const middleware: Middleware = (call, next) => {
+    activity.begin()
+    let pending: Promise<unknown>
+    try {
+      pending = next()
+    } catch (error) {
+      pending = Promise.reject(error)
+    }
+    if (call.origin === "management" && ManagementTools.changesToolbox(call.name)) pending = changed(pending)
+    pending.then(activity.end, activity.end)
+    return pending
+  }
+  return { changed, counted, middleware }
+}
+
+/** The handlers of `session.<sid>.manage` on the harness: each counted as work, each change stored before it resolves. */
+const manageHandlers = (
+  built: JitHarness,
+  { changed, counted }: Bookkeeping,
+  onForget: (() => Promise<void>) | undefined
+): Protocol.Handlers<SessionProtocol.Manage> => ({
+  create_tool: ({ request }) => counted(() => changed(built.createTool(request))),
+  update_tool: ({ request }) => counted(() => changed(built.updateTool(request))),
+  unload_tool: ({ name }) => counted(() => changed(built.unloadTool(name))),
+  load_tool: ({ name }) => counted(() => changed(built.loadTool(name))),
+  list_tools: () => counted(() => built.listTools()),
+  profile: ({ name, ...options }) => counted(() => built.profile(name, page(options))),
+  tool_errors: ({ name, ...options }) => counted(() => built.toolErrors(name, page(options))),
+  snapshot: () => counted(() => built.snapshot()),
+  definitions: ({ protocol }) => counted(() => built.definitions(protocol)),
+  forget: () => onForget === undefined ? Promise.resolve() : onForget()
+})
+
+/** Serves `session.<sid>.call` and `session.<sid>.manage` until the scope closes. */
+const serve = (
+  options: SessionActorOptions,
+  api: SessionApi,
+  handlers: Protocol.Handlers<SessionProtocol.Manage>
+): Effect.Effect<void, TransportError, Scope.Scope | Transport.Transport> =>
+  Effect.gen(function*() {
+    const transport = yield* Transport.Transport
+    const serve = { backlog: options.backlog, graceMs: options.graceMs }
+    yield* transport.serve(
+      Subject.sessionCall(options.prefix, options.sessionId),
+      { ...serve, concurrency: options.callConcurrency ?? defaults.callConcurrency },
+      callHandler(api, yield* TraceContext.current)
+    )
+    yield* transport.serve(
+      Subject.sessionManage(options.prefix, options.sessionId),
+      { ...serve, concurrency: options.manageConcurrency ?? defaults.manageConcurrency },
+      manageHandler(handlers)
+    )
+  })
 
 /**
  * Activates the session and serves it until the scope closes.
@@ -101,7 +176,6 @@ export const make = (
   options: SessionActorOptions
 ): Effect.Effect<SessionActor, ActivationError, Scope.Scope | Transport.Transport | SnapshotStore.SnapshotStore> =>
   Effect.gen(function*() {
-    const transport = yield* Transport.Transport
     const store = yield* SnapshotStore.SnapshotStore
     const clock = yield* Effect.clock
     const run = promiseRunner(yield* Effect.runtime<never>())
@@ -114,69 +188,22 @@ export const make = (
     let harness: JitHarness | undefined
     const save = Effect.suspend(() => store.save(sessionId, harness!.snapshot()))
     const persister = new Persister(() => run(save))
-    const changed = <A>(pending: Promise<A>): Promise<A> => pending.then((value) => persister.persist().then(() => value))
-    const counted = <A>(f: () => A | Promise<A>): Promise<A> => {
-      activity.begin()
-      let pending: Promise<A>
-      try {
-        pending = Promise.resolve(f())
-      } catch (error) {
-        pending = Promise.reject(error)
-      }
-      pending.then(activity.end, activity.end)
-      return pending
-    }
-
-    // Outermost, so a call counts as work for its whole length, whatever other middleware does.
-    const middleware: Middleware = (call, next) => {
-      activity.begin()
-      let pending: Promise<unknown>
-      try {
-        pending = next()
-      } catch (error) {
-        pending = Promise.reject(error)
-      }
-      if (call.origin === "management" && ManagementTools.changesToolbox(call.name)) pending = changed(pending)
-      pending.then(activity.end, activity.end)
-      return pending
-    }
+    const books = bookkeeping(activity, persister)
 
     const built = yield* Harness.makeScoped(
-      { ...options.harness, sessionId, middleware: [middleware, ...(options.harness?.middleware ?? [])] },
+      { ...options.harness, sessionId, middleware: [books.middleware, ...(options.harness?.middleware ?? [])] },
       snapshot
     )
     harness = built
     yield* Effect.tryPromise({ try: () => built.ready, catch: (error) => error as JitHarnessSnapshot.SnapshotError })
 
-    const handlers: Protocol.Handlers<SessionProtocol.Manage> = {
-      create_tool: ({ request }) => counted(() => changed(built.createTool(request))),
-      update_tool: ({ request }) => counted(() => changed(built.updateTool(request))),
-      unload_tool: ({ name }) => counted(() => changed(built.unloadTool(name))),
-      load_tool: ({ name }) => counted(() => changed(built.loadTool(name))),
-      list_tools: () => counted(() => built.listTools()),
-      profile: ({ name, ...options }) => counted(() => built.profile(name, page(options))),
-      tool_errors: ({ name, ...options }) => counted(() => built.toolErrors(name, page(options))),
-      snapshot: () => counted(() => built.snapshot()),
-      definitions: ({ protocol }) => counted(() => built.definitions(protocol)),
-      forget: () => options.onForget === undefined ? Promise.resolve() : options.onForget()
-    }
+    const handlers = manageHandlers(built, books, options.onForget)
     const api: SessionApi = {
       sessionId,
       callTool: (name, args, callOptions) => built.callTool(name, args, callOptions),
       ...Protocol.facade(SessionProtocol.manage, Protocol.local(handlers))
     }
-
-    const serve = { backlog: options.backlog, graceMs: options.graceMs }
-    yield* transport.serve(
-      Subject.sessionCall(options.prefix, sessionId),
-      { ...serve, concurrency: options.callConcurrency ?? defaults.callConcurrency },
-      callHandler(api, yield* TraceContext.current)
-    )
-    yield* transport.serve(
-      Subject.sessionManage(options.prefix, sessionId),
-      { ...serve, concurrency: options.manageConcurrency ?? defaults.manageConcurrency },
-      manageHandler(handlers)
-    )
+    yield* serve(options, api, handlers)
 
     return {
       sessionId,
