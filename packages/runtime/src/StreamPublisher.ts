@@ -18,17 +18,16 @@
  * @since 0.1.0
  */
 import { EventSink, ProfileSink } from "@jitbox/core"
-import type { JitToolEvent } from "@jitbox/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
+import { eventMessage, PublishQueue } from "./internal/publishQueue.js"
 
 /** @since 0.1.0 @category models */
 export interface StreamPublisherOptions {
@@ -52,19 +51,6 @@ export interface StreamPublisherShape {
   readonly pending: () => number
 }
 
-interface Pending {
-  readonly session: Ids.SessionId
-  readonly subject: Subject.Subject
-  readonly payload: string
-  /** How many messages are lost if this one is: a loss notice carries its own count. */
-  readonly weight: number
-}
-
-const isSessionId = Schema.is(Ids.SessionId)
-const droppedName = Ids.token("jit_events_dropped")
-
-const eventMessage = (event: JitToolEvent.JitToolEvent): string => Envelope.encode("event", { event })
-
 /**
  * Builds the publisher; it drains until the scope closes.
  *
@@ -81,85 +67,13 @@ export const make = (
       return yield* Effect.dieMessage(`queueSize must be an integer ≥ 1, got ${capacity}`)
     }
     const prefix = options.prefix
-    let queue: Array<Pending> = []
-    const dropped = new Map<Ids.SessionId, number>()
-    let immediate: ReturnType<typeof setImmediate> | undefined
-    /** Set while a refused loss notice waits to be retried. */
-    let retry: ReturnType<typeof setTimeout> | undefined
-    let closed = false
-
-    const signal = () => {
-      if (immediate === undefined && retry === undefined && !closed) immediate = setImmediate(run)
-    }
-
-    const countLoss = (session: Ids.SessionId, count: number) => dropped.set(session, (dropped.get(session) ?? 0) + count)
-
-    const notice = (session: Ids.SessionId, count: number): Pending => ({
-      session,
-      subject: Subject.events(prefix, session, droppedName),
-      payload: eventMessage({ type: "CUSTOM", name: "jit_events_dropped", payload: { session_id: session, dropped: count } }),
-      weight: count
-    })
-
-    const enqueue = (session: string, subject: (session: Ids.SessionId) => Subject.Subject, payload: () => string) => {
-      if (!isSessionId(session)) return
-      const lost = dropped.get(session)
-      if (queue.length + (lost === undefined ? 1 : 2) > capacity) {
-        countLoss(session, 1)
-        return
-      }
-      if (lost !== undefined) {
-        dropped.delete(session)
-        queue.push(notice(session, lost))
-      }
-      queue.push({ session, subject: subject(session), payload: payload(), weight: 1 })
-      signal()
-    }
-
-    const send = (message: Pending): boolean => {
-      try {
-        transport.publish(message.subject, message.payload)
-        return true
-      } catch {
-        return false
-      }
-    }
-
-    /** Publishes what is queued, then the loss notices of sessions with nothing more to send. */
-    const drain = () => {
-      const batch = queue
-      queue = []
-      for (const message of batch) {
-        if (!send(message)) countLoss(message.session, message.weight)
-      }
-      for (const [session, count] of [...dropped]) {
-        dropped.delete(session)
-        if (!send(notice(session, count))) countLoss(session, count)
-      }
-    }
-
-    // Drained once per turn of the event loop, with plain timers: an Effect fiber woken per call
-    // costs more than the publishing itself.
-    const run = () => {
-      immediate = undefined
-      retry = undefined
-      drain()
-      // A notice the transport refused is retried a little later, not in a tight loop.
-      if (dropped.size > 0 && !closed) retry = setTimeout(run, defaults.retryMs)
-    }
-
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        closed = true
-        if (immediate !== undefined) clearImmediate(immediate)
-        if (retry !== undefined) clearTimeout(retry)
-      })
-    )
+    const queue = new PublishQueue(transport, prefix, capacity, defaults.retryMs)
+    yield* Effect.addFinalizer(() => Effect.sync(() => queue.close()))
 
     return {
       events: {
         emit: (event) =>
-          enqueue(
+          queue.enqueue(
             event.payload.session_id,
             (session) => Subject.events(prefix, session, Ids.token(event.name)),
             () => eventMessage(event)
@@ -167,9 +81,9 @@ export const make = (
       },
       profile: {
         record: (record) =>
-          enqueue(record.session_id, (session) => Subject.profile(prefix, session), () => Envelope.encode("profile_record", { record }))
+          queue.enqueue(record.session_id, (session) => Subject.profile(prefix, session), () => Envelope.encode("profile_record", { record }))
       },
-      pending: () => queue.length
+      pending: () => queue.pending
     }
   })
 
