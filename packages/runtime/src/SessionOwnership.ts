@@ -135,68 +135,79 @@ const checkTtl = (options: OwnershipOptions): number => {
 
 const until = (expiresAt: number): string => Number.isFinite(expiresAt) && Math.abs(expiresAt) < 8.64e15 ? new Date(expiresAt).toISOString() : String(expiresAt)
 
-/**
- * The service over a compare-and-set store. Throws `ConfigError` for a bad `ttlMs`.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const fromRecords = (records: ClaimRecords, options: OwnershipOptions = {}): SessionOwnershipShape => {
-  const ttlMs = checkTtl(options)
+/** A session's record, decoded, and its revision; `undefined` when there is none. */
+type Read = (sessionId: Ids.SessionId) => Effect.Effect<{ readonly record: typeof ClaimRecord.Type; readonly revision: number } | undefined, OwnershipError>
 
-  const read = (sessionId: Ids.SessionId) =>
-    Effect.flatMap(records.get(sessionId), (entry) => {
-      if (entry === undefined) return Effect.succeed(undefined)
-      const decoded = decodeRecord(entry.value)
-      return Either.isLeft(decoded)
-        ? Effect.fail(new OwnershipError({ reason: "Invalid", sessionId, detail: `the claim record does not decode: ${firstIssue(decoded.left)}` }))
-        : Effect.succeed({ record: decoded.right, revision: entry.revision })
-    })
+/** Fails `Lost`, naming whoever holds the session now. */
+type LostError = (sessionId: Ids.SessionId, what: string) => Effect.Effect<never, OwnershipError>
 
-  /** Why a claim was lost, naming whoever holds the session now. */
-  const lost = (sessionId: Ids.SessionId, what: string) =>
-    Effect.flatMap(Effect.either(read(sessionId)), (current) => {
-      const owner = Either.isRight(current) ? current.right?.record.owner : undefined
-      return Effect.fail(
-        new OwnershipError({
-          reason: "Lost",
-          sessionId,
-          ...(owner === undefined ? {} : { owner }),
-          detail: owner === undefined ? `${what}: the claim is gone` : `${what}: the session was taken over by ${owner}`
-        })
-      )
-    })
+const reader = (records: ClaimRecords): Read => (sessionId) =>
+  Effect.flatMap(records.get(sessionId), (entry) => {
+    if (entry === undefined) return Effect.succeed(undefined)
+    const decoded = decodeRecord(entry.value)
+    return Either.isLeft(decoded)
+      ? Effect.fail(new OwnershipError({ reason: "Invalid", sessionId, detail: `the claim record does not decode: ${firstIssue(decoded.left)}` }))
+      : Effect.succeed({ record: decoded.right, revision: entry.revision })
+  })
 
-  const makeClaim = (sessionId: Ids.SessionId, ownerId: string, firstRevision: number, firstExpiry: number) =>
-    Effect.map(Effect.makeSemaphore(1), (lock): Claim => {
-      let revision = firstRevision
-      let expiresAt = firstExpiry
-      let released = false
-      return {
+const lostError = (read: Read): LostError => (sessionId, what) =>
+  Effect.flatMap(Effect.either(read(sessionId)), (current) => {
+    const owner = Either.isRight(current) ? current.right?.record.owner : undefined
+    return Effect.fail(
+      new OwnershipError({
+        reason: "Lost",
         sessionId,
-        ownerId,
-        expiresAt: () => expiresAt,
-        renew: lock.withPermits(1)(Effect.gen(function*() {
-          if (released) return yield* Effect.fail(new OwnershipError({ reason: "Lost", sessionId, detail: "cannot renew: the claim was released" }))
-          const next = (yield* Clock.currentTimeMillis) + ttlMs
-          const written = yield* records.put(sessionId, encodeRecord({ v: 1, owner: ownerId, expiresAt: next }), revision)
-          if (written === undefined) {
-            released = true
-            return yield* lost(sessionId, `${ownerId} cannot renew`)
-          }
-          revision = written
-          expiresAt = next
-        })),
-        release: lock.withPermits(1)(Effect.gen(function*() {
-          if (released) return
-          const removed = yield* records.remove(sessionId, revision)
-          released = true
-          if (!removed) return yield* lost(sessionId, `${ownerId} cannot release`)
-        }))
-      }
-    })
+        ...(owner === undefined ? {} : { owner }),
+        detail: owner === undefined ? `${what}: the claim is gone` : `${what}: the session was taken over by ${owner}`
+      })
+    )
+  })
 
-  const claim = (sessionId: Ids.SessionId, ownerId: string) =>
+/** A claim written at `firstRevision`: renewed and released by compare-and-set on its revision, one at a time. */
+const makeClaim = (records: ClaimRecords, ttlMs: number, lost: LostError) =>
+(sessionId: Ids.SessionId, ownerId: string, firstRevision: number, firstExpiry: number) =>
+  Effect.map(Effect.makeSemaphore(1), (lock): Claim => {
+    let revision = firstRevision
+    let expiresAt = firstExpiry
+    let released = false
+    return {
+      sessionId,
+      ownerId,
+      expiresAt: () => expiresAt,
+      renew: lock.withPermits(1)(Effect.gen(function*() {
+        if (released) return yield* Effect.fail(new OwnershipError({ reason: "Lost", sessionId, detail: "cannot renew: the claim was released" }))
+        const next = (yield* Clock.currentTimeMillis) + ttlMs
+        const written = yield* records.put(sessionId, encodeRecord({ v: 1, owner: ownerId, expiresAt: next }), revision)
+        if (written === undefined) {
+          released = true
+          return yield* lost(sessionId, `${ownerId} cannot renew`)
+        }
+        revision = written
+        expiresAt = next
+      })),
+      release: lock.withPermits(1)(Effect.gen(function*() {
+        if (released) return
+        const removed = yield* records.remove(sessionId, revision)
+        released = true
+        if (!removed) return yield* lost(sessionId, `${ownerId} cannot release`)
+      }))
+    }
+  })
+
+/** Why another owner's live claim refuses this one. */
+const held = (sessionId: Ids.SessionId, record: typeof ClaimRecord.Type) =>
+  new OwnershipError({
+    reason: "Held",
+    sessionId,
+    owner: record.owner,
+    expiresAt: record.expiresAt,
+    detail: `held by ${record.owner} until ${until(record.expiresAt)}`
+  })
+
+/** Claims a session: free, expired or already this owner's, in up to `maxAttempts` rounds of read and compare-and-set. */
+const claimer = (records: ClaimRecords, ttlMs: number, read: Read, lost: LostError) => {
+  const claimAt = makeClaim(records, ttlMs, lost)
+  return (sessionId: Ids.SessionId, ownerId: string): Effect.Effect<Claim, OwnershipError> =>
     Effect.gen(function*() {
       const owner = decodeOwner(ownerId)
       if (Either.isLeft(owner)) {
@@ -206,33 +217,34 @@ export const fromRecords = (records: ClaimRecords, options: OwnershipOptions = {
         const now = yield* Clock.currentTimeMillis
         const current = yield* read(sessionId)
         if (current !== undefined && current.record.owner !== ownerId && current.record.expiresAt > now) {
-          return yield* Effect.fail(
-            new OwnershipError({
-              reason: "Held",
-              sessionId,
-              owner: current.record.owner,
-              expiresAt: current.record.expiresAt,
-              detail: `held by ${current.record.owner} until ${until(current.record.expiresAt)}`
-            })
-          )
+          return yield* Effect.fail(held(sessionId, current.record))
         }
         const expiresAt = now + ttlMs
         const revision = yield* records.put(sessionId, encodeRecord({ v: 1, owner: ownerId, expiresAt }), current?.revision ?? 0)
-        if (revision !== undefined) return yield* makeClaim(sessionId, ownerId, revision, expiresAt)
+        if (revision !== undefined) return yield* claimAt(sessionId, ownerId, revision, expiresAt)
       }
       return yield* Effect.fail(
         new OwnershipError({ reason: "Unavailable", sessionId, detail: `${maxAttempts} attempts to claim it lost the race to other writers` })
       )
     })
+}
 
+/**
+ * The service over a compare-and-set store. Throws `ConfigError` for a bad `ttlMs`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fromRecords = (records: ClaimRecords, options: OwnershipOptions = {}): SessionOwnershipShape => {
+  const ttlMs = checkTtl(options)
+  const read = reader(records)
   const holder = (sessionId: Ids.SessionId) =>
     Effect.flatMap(read(sessionId), (current) =>
       Effect.map(Clock.currentTimeMillis, (now) =>
         current === undefined || current.record.expiresAt <= now
           ? Option.none()
           : Option.some({ ownerId: current.record.owner, expiresAt: current.record.expiresAt })))
-
-  return { ttlMs, claim, holder }
+  return { ttlMs, claim: claimer(records, ttlMs, read, lostError(read)), holder }
 }
 
 /**
