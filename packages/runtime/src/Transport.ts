@@ -19,14 +19,16 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
-import { DeliveryBuffer } from "./internal/deliveryBuffer.js"
-import { Responder } from "./internal/responder.js"
+import { attempt, orDie } from "./internal/driverCalls.js"
+import * as Sending from "./internal/sending.js"
+import * as Serving from "./internal/serving.js"
 import * as Status from "./internal/status.js"
-import * as Subject from "./Subject.js"
-import { isTransportError, TransportError } from "./TransportError.js"
+import * as Subscribing from "./internal/subscribing.js"
+import * as Checks from "./internal/transportChecks.js"
+import type * as Subject from "./Subject.js"
+import type { TransportError } from "./TransportError.js"
 
 /** Bytes, or a string sent as UTF-8. @since 0.1.0 @category models */
 export type Payload = string | Uint8Array
@@ -174,180 +176,36 @@ export interface Driver {
   readonly flush: () => Promise<void>
 }
 
-/** @since 0.1.0 @category constants */
-export const defaults = {
-  backlog: 1024,
-  graceMs: 10_000,
-  bufferSize: 1024,
-  /** How long `serve` / `subscribe` wait for the server to confirm the subscription before going on without it. */
-  flushTimeoutMs: 5_000
-} as const
+/**
+ * The defaults of `ServeOptions` and `SubscribeOptions`, and `flushTimeoutMs`: how long `serve` /
+ * `subscribe` wait for the server to confirm the subscription before going on without it.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaults: typeof Checks.defaults = Checks.defaults
 
-const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
 /** The message's data as UTF-8 text. @since 0.1.0 @category accessors */
 export const text = (message: { readonly data: Uint8Array }): string => decoder.decode(message.data)
 
-const invalid = (subject: string, detail: string) => new TransportError({ reason: "InvalidArgument", subject, detail })
-
-const positiveInteger = (value: number | undefined, fallback: number): number | undefined =>
-  value === undefined ? fallback : Number.isSafeInteger(value) && value >= 1 ? value : undefined
-
-const flushBounded = (driver: Driver): Effect.Effect<void> =>
-  Effect.promise(() =>
-    new Promise<void>((resolve) => {
-      // Best effort: a subscription made while disconnected still reaches the server on reconnect.
-      const timer = setTimeout(resolve, defaults.flushTimeoutMs)
-      driver.flush().then(() => {
-        clearTimeout(timer)
-        resolve()
-      }, () => {
-        clearTimeout(timer)
-        resolve()
-      })
-    })
-  )
-
 /**
  * Builds the service over a driver: checks arguments, bounds payloads before the wire, turns
- * status replies and aborted signals into `TransportError`s, runs responders and buffers.
+ * status replies and aborted signals into `TransportError`s, runs responders and buffers. The
+ * parts are in `internal/`: `transportChecks`, `sending` (publish, request), `serving` and
+ * `subscribing`.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const fromDriver = (driver: Driver): TransportShape => {
-  const encode = (payload: Payload): Uint8Array => typeof payload === "string" ? encoder.encode(payload) : payload
-
-  /** The encoded data of a message to send on the right, or on the left the error that refuses it. */
-  const outgoing = (subject: string, payload: Payload, headers: Headers | undefined): Either.Either<Uint8Array, TransportError> => {
-    if (!Subject.isLiteral(subject)) return Either.left(invalid(subject, "not a literal subject: non-empty tokens joined by \".\", no wildcards or whitespace"))
-    if (typeof payload !== "string" && !(payload instanceof Uint8Array)) return Either.left(invalid(subject, "the payload is neither a string nor a Uint8Array"))
-    if (headers !== undefined) {
-      const bad = Status.checkHeaders(headers)
-      if (bad !== undefined) return Either.left(invalid(subject, `the message has ${bad}`))
-    }
-    const data = encode(payload)
-    const size = Status.payloadSize(data, headers)
-    const max = driver.maxPayload()
-    if (size > max) {
-      return Either.left(
-        new TransportError({
-          reason: "PayloadTooLarge",
-          subject,
-          detail: `the message is ${size} bytes (data and headers); the server's max_payload is ${max}`
-        })
-      )
-    }
-    return Either.right(data)
-  }
-
-  const publish = (subject: Subject.Subject, payload: Payload, headers?: Headers): void => {
-    const data = outgoing(subject, payload, headers)
-    if (Either.isLeft(data)) throw data.left
-    driver.publish(subject, data.right, headers)
-  }
-
-  const request = (subject: Subject.Subject, payload: Payload, options: RequestOptions): Promise<Message> => {
-    const { headers, signal, timeoutMs } = options
-    if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-      return Promise.reject(invalid(subject, `timeoutMs must be a positive number of milliseconds, got ${String(timeoutMs)}`))
-    }
-    const data = outgoing(subject, payload, headers)
-    if (Either.isLeft(data)) return Promise.reject(data.left)
-    if (signal?.aborted === true) return Promise.reject(cancelled(subject))
-    let pending: Promise<Message>
-    try {
-      pending = driver.request(subject, data.right, headers, timeoutMs)
-    } catch (error) {
-      return Promise.reject(error)
-    }
-    const checked = pending.then((reply) => {
-      const error = Status.errorOf(reply, subject)
-      if (error !== undefined) throw error
-      return reply
-    })
-    if (signal === undefined) return checked
-    return new Promise<Message>((resolve, reject) => {
-      const onAbort = () => reject(cancelled(subject))
-      signal.addEventListener("abort", onAbort, { once: true })
-      checked.then((reply) => {
-        signal.removeEventListener("abort", onAbort)
-        resolve(reply)
-      }, (error: unknown) => {
-        signal.removeEventListener("abort", onAbort)
-        reject(error)
-      })
-    })
-  }
-
-  const serve = (pattern: Subject.Pattern, options: ServeOptions, handler: Handler): Effect.Effect<void, TransportError, Scope.Scope> =>
-    Effect.gen(function*() {
-      if (!Subject.isPattern(pattern)) return yield* invalid(pattern, "not a subject pattern")
-      const concurrency = positiveInteger(options.concurrency, 1)
-      if (concurrency === undefined) return yield* invalid(pattern, `concurrency must be an integer ≥ 1, got ${String(options.concurrency)}`)
-      const backlog = options.backlog === 0 ? 0 : positiveInteger(options.backlog, defaults.backlog)
-      if (backlog === undefined) return yield* invalid(pattern, `backlog must be an integer ≥ 0, got ${String(options.backlog)}`)
-      const graceMs = options.graceMs ?? defaults.graceMs
-      if (!(Number.isFinite(graceMs) && graceMs >= 0)) return yield* invalid(pattern, `graceMs must be ≥ 0, got ${String(graceMs)}`)
-      if (options.queue !== undefined && !/^[^\s]+$/.test(options.queue)) {
-        return yield* invalid(pattern, `the queue group ${JSON.stringify(options.queue)} is empty or holds whitespace`)
-      }
-      const responder = new Responder({ subject: pattern, concurrency, backlog, maxPayload: driver.maxPayload, handler })
-      let refused: TransportError | undefined
-      yield* Effect.acquireRelease(
-        attempt(() => driver.subscribe(pattern, options.queue, { deliver: responder.deliver, end: (error) => refused ??= error })),
-        (subscription) =>
-          Effect.promise(async () => {
-            await subscription.close()
-            await responder.close(graceMs)
-          })
-      )
-      yield* flushBounded(driver)
-      if (refused !== undefined) return yield* refused
-    })
-
-  const subscribe = (
-    pattern: Subject.Pattern,
-    options?: SubscribeOptions
-  ): Effect.Effect<Stream.Stream<Message, TransportError>, TransportError, Scope.Scope> =>
-    Effect.gen(function*() {
-      if (!Subject.isPattern(pattern)) return yield* invalid(pattern, "not a subject pattern")
-      const bufferSize = positiveInteger(options?.bufferSize, defaults.bufferSize)
-      if (bufferSize === undefined) return yield* invalid(pattern, `bufferSize must be an integer ≥ 1, got ${String(options?.bufferSize)}`)
-      const buffer = new DeliveryBuffer(bufferSize)
-      let refused: TransportError | undefined
-      yield* Effect.acquireRelease(
-        attempt(() =>
-          driver.subscribe(pattern, undefined, {
-            deliver: (message) => buffer.offer({ subject: message.subject, data: message.data, headers: message.headers, dropped: 0 }),
-            end: (error) => {
-              refused ??= error
-              buffer.end(error)
-            }
-          })
-        ),
-        (subscription) =>
-          Effect.promise(() => {
-            buffer.end(undefined)
-            return subscription.close()
-          })
-      )
-      yield* flushBounded(driver)
-      if (refused !== undefined) return yield* refused
-      return buffer.stream
-    })
-
-  return { maxPayload: driver.maxPayload, publish, request, serve, subscribe }
-}
-
-const cancelled = (subject: string) => new TransportError({ reason: "Cancelled", subject, detail: "the caller's signal aborted the request" })
-
-const orDie = <A>(effect: Effect.Effect<A, unknown>): Effect.Effect<A, TransportError> =>
-  Effect.catchAll(effect, (error) => isTransportError(error) ? Effect.fail(error) : Effect.die(error))
-
-/** Runs a driver call: its `TransportError` is a failure, anything else a defect. */
-const attempt = <A>(f: () => A): Effect.Effect<A, TransportError> => orDie(Effect.try({ try: f, catch: (error) => error }))
+export const fromDriver = (driver: Driver): TransportShape => ({
+  maxPayload: driver.maxPayload,
+  publish: (subject, payload, headers) => Sending.publish(driver, subject, payload, headers),
+  request: (subject, payload, options) => Sending.request(driver, subject, payload, options),
+  serve: (pattern, options, handler) => Serving.serve(driver, pattern, options, handler),
+  subscribe: (pattern, options) => Subscribing.subscribe(driver, pattern, options)
+})
 
 /**
  * `publish` as an Effect.
