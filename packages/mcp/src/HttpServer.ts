@@ -16,19 +16,21 @@
  * `hostHeaderValidation`); listening on a loopback address, the default allows only `localhost`,
  * `127.0.0.1` and `[::1]`.
  *
+ * This module routes and bounds requests; the sessions themselves (opening, closing, the idle
+ * sweep) are `internal/httpSessions`.
+ *
  * @since 0.1.0
  */
 import { hostHeaderValidation } from "@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js"
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { randomUUID } from "node:crypto"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
+import { type Entry, HttpSessions } from "./internal/httpSessions.js"
 import { McpServeError } from "./McpError.js"
 import type { OpenedSession } from "./ServedSession.js"
-import * as SessionServer from "./SessionServer.js"
+import type * as SessionServer from "./SessionServer.js"
 
 /** @since 0.1.0 @category models */
 export interface HttpOptions extends Omit<SessionServer.SessionServerOptions, "events"> {
@@ -73,16 +75,6 @@ export const defaults = {
   maxSessions: 32,
   idleTimeoutMs: 5 * 60_000
 } as const
-
-interface Entry {
-  id: string | undefined
-  readonly served: SessionServer.SessionServer
-  readonly opened: OpenedSession
-  readonly transport: StreamableHTTPServerTransport
-  requests: number
-  lastActive: number
-  closing: Promise<void> | undefined
-}
 
 const rpcError = (res: http.ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void => {
   if (res.headersSent) {
@@ -152,6 +144,69 @@ const hostCheck = (host: string, allowed: ReadonlyArray<string> | undefined): Ho
   }
 }
 
+/** What the request handler works with. */
+interface Endpoint {
+  readonly path: string
+  readonly maxBodyBytes: number
+  readonly maxSessions: number
+  readonly checkHost: HostCheck | undefined
+  readonly sessions: HttpSessions
+  readonly stopped: () => boolean
+}
+
+/** A POST's body, parsed; `undefined` when it was refused (and answered). Other methods have none. */
+const readJson = async (endpoint: Endpoint, req: http.IncomingMessage, res: http.ServerResponse): Promise<{ readonly body: unknown } | undefined> => {
+  if (req.method !== "POST") return { body: undefined }
+  const read = await readBody(req, endpoint.maxBodyBytes)
+  if (read.tooLarge) {
+    rpcError(res, 413, -32000, `Payload too large: a request body may have ${endpoint.maxBodyBytes} bytes`, { connection: "close" })
+    res.on("finish", () => req.destroy())
+    return undefined
+  }
+  try {
+    return { body: JSON.parse(read.text) }
+  } catch {
+    rpcError(res, 400, -32700, "Parse error: the body is not JSON")
+    return undefined
+  }
+}
+
+/** A request without a session id: an `initialize` opens a session, within the limit. */
+const initialize = async (endpoint: Endpoint, req: http.IncomingMessage, res: http.ServerResponse, body: unknown): Promise<void> => {
+  const initializing = req.method === "POST" && (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body))
+  if (!initializing) return rpcError(res, 400, -32000, "Bad Request: no mcp-session-id, and not an initialize request")
+  const sessions = endpoint.sessions
+  if (sessions.full(endpoint.maxSessions)) {
+    return rpcError(res, 503, -32000, `Too many sessions: this server serves ${endpoint.maxSessions} at once`, { "retry-after": "5" })
+  }
+  let entry: Entry
+  try {
+    entry = await sessions.open()
+  } catch (error) {
+    return rpcError(res, 500, -32603, `The session could not be opened: ${describe(error)}`)
+  }
+  try {
+    await sessions.handle(entry, req, res, body)
+  } finally {
+    if (entry.id === undefined) await sessions.close(entry)
+  }
+}
+
+const handle = async (endpoint: Endpoint, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+  if (endpoint.checkHost !== undefined && !endpoint.checkHost(req, res)) return
+  const url = new URL(req.url ?? "/", "http://localhost")
+  if (url.pathname !== endpoint.path) return rpcError(res, 404, -32000, `Not found: the MCP endpoint is ${endpoint.path}`)
+  if (endpoint.stopped()) return rpcError(res, 503, -32000, "The server is stopping")
+  const header = req.headers["mcp-session-id"]
+  if (Array.isArray(header)) return rpcError(res, 400, -32000, "Bad Request: one mcp-session-id header at most")
+  const read = await readJson(endpoint, req, res)
+  if (read === undefined) return
+  if (header === undefined) return initialize(endpoint, req, res, read.body)
+  const entry = endpoint.sessions.get(header)
+  if (entry === undefined) return rpcError(res, 404, -32001, "Session not found")
+  return endpoint.sessions.handle(entry, req, res, read.body)
+}
+
 /**
  * Listens and serves until `close`.
  *
@@ -159,133 +214,28 @@ const hostCheck = (host: string, allowed: ReadonlyArray<string> | undefined): Ho
  * @category constructors
  */
 export const listen = async (options: HttpOptions): Promise<HttpServer> => {
-  const path = options.path ?? defaults.path
-  const maxBodyBytes = options.maxBodyBytes ?? defaults.maxBodyBytes
-  const maxSessions = options.maxSessions ?? defaults.maxSessions
-  const idleTimeoutMs = options.idleTimeoutMs ?? defaults.idleTimeoutMs
-  const sessions = new Map<string, Entry>()
-  const unnamed = new Set<Entry>()
-  let opening = 0
-  let stopped = false
   const host = options.host ?? defaults.host
-  const checkHost = hostCheck(host, options.allowedHosts)
-
-  const closeEntry = (entry: Entry): Promise<void> => {
-    if (entry.closing !== undefined) return entry.closing
-    if (entry.id !== undefined && sessions.get(entry.id) === entry) sessions.delete(entry.id)
-    unnamed.delete(entry)
-    entry.closing = (async () => {
-      await entry.served.close().catch(() => undefined)
-      await entry.opened.close().catch(() => undefined)
-    })()
-    return entry.closing
-  }
-
-  const openEntry = async (): Promise<Entry> => {
-    const opened = await options.open()
-    let served: SessionServer.SessionServer
-    try {
-      served = await SessionServer.make(opened.session, { ...options, events: opened.events })
-    } catch (error) {
-      await opened.close().catch(() => undefined)
-      throw error
-    }
-    const entry: Entry = {
-      id: undefined,
-      served,
-      opened,
-      requests: 0,
-      lastActive: Date.now(),
-      closing: undefined,
-      transport: new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          entry.id = id
-          unnamed.delete(entry)
-          sessions.set(id, entry)
-        },
-        onsessionclosed: () => void closeEntry(entry)
-      })
-    }
-    unnamed.add(entry)
-    served.server.onclose = () => void closeEntry(entry)
-    await served.server.connect(entry.transport)
-    return entry
-  }
-
-  const handleIn = async (entry: Entry, req: http.IncomingMessage, res: http.ServerResponse, body: unknown): Promise<void> => {
-    // a GET is the client's standing notification stream: it is no activity
-    const counts = req.method !== "GET"
-    if (counts) entry.requests++
-    entry.lastActive = Date.now()
-    try {
-      await entry.transport.handleRequest(req, res, body)
-    } finally {
-      if (counts) entry.requests--
-      entry.lastActive = Date.now()
-    }
-  }
-
-  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
-    if (checkHost !== undefined && !checkHost(req, res)) return
-    const url = new URL(req.url ?? "/", "http://localhost")
-    if (url.pathname !== path) return rpcError(res, 404, -32000, `Not found: the MCP endpoint is ${path}`)
-    if (stopped) return rpcError(res, 503, -32000, "The server is stopping")
-    const header = req.headers["mcp-session-id"]
-    if (Array.isArray(header)) return rpcError(res, 400, -32000, "Bad Request: one mcp-session-id header at most")
-    let body: unknown = undefined
-    if (req.method === "POST") {
-      const read = await readBody(req, maxBodyBytes)
-      if (read.tooLarge) {
-        rpcError(res, 413, -32000, `Payload too large: a request body may have ${maxBodyBytes} bytes`, { connection: "close" })
-        res.on("finish", () => req.destroy())
-        return
-      }
-      try {
-        body = JSON.parse(read.text)
-      } catch {
-        return rpcError(res, 400, -32700, "Parse error: the body is not JSON")
-      }
-    }
-    if (header !== undefined) {
-      const entry = sessions.get(header)
-      if (entry === undefined) return rpcError(res, 404, -32001, "Session not found")
-      return handleIn(entry, req, res, body)
-    }
-    const initializing = req.method === "POST" && (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body))
-    if (!initializing) return rpcError(res, 400, -32000, "Bad Request: no mcp-session-id, and not an initialize request")
-    if (sessions.size + unnamed.size + opening >= maxSessions) {
-      return rpcError(res, 503, -32000, `Too many sessions: this server serves ${maxSessions} at once`, { "retry-after": "5" })
-    }
-    opening++
-    let entry: Entry
-    try {
-      entry = await openEntry()
-    } catch (error) {
-      return rpcError(res, 500, -32603, `The session could not be opened: ${describe(error)}`)
-    } finally {
-      opening--
-    }
-    try {
-      await handleIn(entry, req, res, body)
-    } finally {
-      if (entry.id === undefined) await closeEntry(entry)
-    }
+  const path = options.path ?? defaults.path
+  const idleTimeoutMs = options.idleTimeoutMs ?? defaults.idleTimeoutMs
+  const sessions = new HttpSessions(options)
+  let stopped = false
+  const endpoint: Endpoint = {
+    path,
+    maxBodyBytes: options.maxBodyBytes ?? defaults.maxBodyBytes,
+    maxSessions: options.maxSessions ?? defaults.maxSessions,
+    checkHost: hostCheck(host, options.allowedHosts),
+    sessions,
+    stopped: () => stopped
   }
 
   const server = http.createServer((req, res) => {
     req.on("error", () => undefined)
     res.on("error", () => undefined)
-    handle(req, res).catch((error: unknown) => rpcError(res, 500, -32603, `Internal error: ${describe(error)}`))
+    handle(endpoint, req, res).catch((error: unknown) => rpcError(res, 500, -32603, `Internal error: ${describe(error)}`))
   })
   server.on("clientError", (_error, socket) => socket.destroy())
 
-  const sweep = setInterval(() => {
-    const now = Date.now()
-    for (const entry of sessions.values()) {
-      if (entry.requests === 0 && entry.served.running() === 0 && now - entry.lastActive >= idleTimeoutMs) void closeEntry(entry)
-    }
-  }, Math.max(50, Math.min(idleTimeoutMs / 2, 30_000)))
+  const sweep = setInterval(() => sessions.sweep(idleTimeoutMs), Math.max(50, Math.min(idleTimeoutMs / 2, 30_000)))
   sweep.unref()
 
   await new Promise<void>((resolve, reject) => {
@@ -305,7 +255,7 @@ export const listen = async (options: HttpOptions): Promise<HttpServer> => {
       closing ??= (async () => {
         stopped = true
         clearInterval(sweep)
-        await Promise.all([...sessions.values(), ...unnamed].map(closeEntry))
+        await sessions.closeAll()
         await new Promise<void>((resolve) => {
           server.close(() => resolve())
           server.closeAllConnections()

@@ -26,23 +26,28 @@
  * the same session (what `SessionOwnership` prevents) does not lose the chunks of a save in flight.
  * `remove` purges the session's key and all its chunks, history included.
  *
+ * This module composes the store; its parts are in `internal/`: `snapshotBucket` (keys, reads),
+ * `snapshotChunks` (the layout, its writing and checked reading), `snapshotRevisions` (`load`,
+ * `loadRevision`, `history`) and `chunkCollection` (the collection and `remove`).
+ *
  * @since 0.1.0
  */
-import { JitHarnessSnapshot, ParseIssues } from "@jitbox/core"
+import type { JitHarnessSnapshot } from "@jitbox/core"
 import { Ids, SnapshotStore } from "@jitbox/runtime"
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream"
-import { type KV, type KvEntry, Kvm } from "@nats-io/kv"
+import { type KV, Kvm } from "@nats-io/kv"
 import type { NatsConnection as NatsClient } from "@nats-io/transport-node"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
-import * as Schema from "effect/Schema"
-import { createHash } from "node:crypto"
-import { detail, isConflict } from "./internal/kvErrors.js"
+import * as ChunkCollection from "./internal/chunkCollection.js"
 import { openScoped, runPromise } from "./internal/promise.js"
+import * as SnapshotBucket from "./internal/snapshotBucket.js"
+import { io, snapshotError } from "./internal/snapshotBucket.js"
+import * as SnapshotChunks from "./internal/snapshotChunks.js"
+import { manifestBytesFor } from "./internal/snapshotChunks.js"
+import * as SnapshotRevisions from "./internal/snapshotRevisions.js"
 import * as NatsConnection from "./NatsConnection.js"
 
 /** @since 0.1.0 @category models */
@@ -94,7 +99,7 @@ export const defaults = {
   history: 16,
   gcGraceMs: 60_000,
   /** The smallest chunk written, and the smallest a manifest may declare. */
-  minChunkBytes: 4_096,
+  minChunkBytes: SnapshotChunks.minChunkBytes,
   /** Kept free of a message for its headers. */
   headroomBytes: 4_096
 } as const
@@ -103,46 +108,6 @@ export const defaults = {
 const maxHistory = 64
 /** Until the server's `INFO` says otherwise: the nats-server default. */
 const defaultMaxPayload = 1_048_576
-/** What readers fetch at once. */
-const chunkConcurrency = 4
-/** Manifests remembered per store (revisions never change, so they are never stale). */
-const manifestCacheSize = 4_096
-/** Entries one history listing reads at most: more means the bucket is not ours to collect. */
-const maxListed = 100_000
-
-const manifestMarker = "{\"jitbox_chunked_snapshot\":1"
-const markerBytes = new TextEncoder().encode(manifestMarker)
-const startsWithMarker = (bytes: Uint8Array): boolean =>
-  bytes.length >= markerBytes.length && markerBytes.every((byte, index) => bytes[index] === byte)
-
-const Sha256 = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/))
-
-/** What the session's key holds when its snapshot is chunked. */
-const Manifest = Schema.Struct({
-  jitbox_chunked_snapshot: Schema.Literal(1),
-  bytes: Schema.Int.pipe(Schema.positive()),
-  chunk_bytes: Schema.Int.pipe(Schema.greaterThanOrEqualTo(defaults.minChunkBytes)),
-  chunks: Schema.Array(Sha256)
-})
-type Manifest = typeof Manifest.Type
-
-const decodeManifest = Schema.decodeUnknownEither(Manifest, { onExcessProperty: "error" })
-
-/** A manifest's JSON holds at most this many bytes for `count` chunks. */
-const manifestBytesFor = (count: number): number => 128 + count * (64 + 3)
-
-const encoder = new TextEncoder()
-const utf8 = new TextDecoder("utf-8", { fatal: true })
-
-const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
-
-const snapshotError = (reason: JitHarnessSnapshot.SnapshotError["reason"], detailText: string, where?: string) =>
-  new JitHarnessSnapshot.SnapshotError({ reason, detail: detailText, ...(where === undefined ? {} : { path: where }) })
-
-const io = <A>(where: string, what: string, run: () => Promise<A>): Effect.Effect<A, JitHarnessSnapshot.SnapshotError> =>
-  Effect.tryPromise({ try: run, catch: (error) => snapshotError("Io", `${what}: ${detail(error)}`, where) })
-
-const firstIssue = (error: ParseResult.ParseError): string => ParseIssues.describe(error, { limit: 300 })
 
 const checkOptions = (options: KvSnapshotStoreOptions): Effect.Effect<{ bucket: string; history: number }, JitHarnessSnapshot.SnapshotError> =>
   Effect.suspend(() => {
@@ -155,14 +120,6 @@ const checkOptions = (options: KvSnapshotStoreOptions): Effect.Effect<{ bucket: 
     }
     return Effect.succeed({ bucket, history })
   })
-
-interface Listed {
-  readonly key: string
-  readonly revision: number
-  readonly created: Date
-  readonly length: number
-  readonly operation: KvEntry["operation"]
-}
 
 /**
  * A store over an open bucket. `jsm` purges chunks; `maxPayload` is the server's.
@@ -181,226 +138,28 @@ export const fromBucket = (
     readonly gcGraceMs: number
   }
 ): KvSnapshotStoreShape => {
-  const { bucket, stream, maxBytes, chunkBytes, gcGraceMs } = options
-  const sessionKey = (sessionId: Ids.SessionId) => `snapshot.${sessionId}`
-  const chunkKey = (sessionId: Ids.SessionId, hash: string) => `chunk.${sessionId}.${hash}`
-  const where = (key: string, revision?: number) => `kv:${bucket}/${key}${revision === undefined ? "" : `@${revision}`}`
-  const subjectOf = (key: string) => `$KV.${bucket}.${key}`
-
-  /** The chunk hashes of each manifest revision read or written here; `[]` for an inline snapshot. */
-  const manifests = new Map<string, ReadonlyArray<string>>()
-  const remember = (sessionId: Ids.SessionId, revision: number, chunks: ReadonlyArray<string>) => {
-    if (manifests.size >= manifestCacheSize) manifests.delete(manifests.keys().next().value!)
-    manifests.set(`${sessionId}@${revision}`, chunks)
-  }
-
-  /** Every stored message of the keys `filter` matches, headers only (values are not fetched). */
-  const listed = (filter: string): Effect.Effect<ReadonlyArray<Listed>, JitHarnessSnapshot.SnapshotError> =>
-    io(where(filter), "cannot list the history", async () => {
-      // `headers_only` is read by the client's `history` though its type omits it: without it,
-      // the listing would carry every value.
-      const iterator = await kv.history({ key: filter, headers_only: true } as Parameters<KV["history"]>[0])
-      const out: Array<Listed> = []
-      for await (const entry of iterator) {
-        out.push({ key: entry.key, revision: entry.revision, created: entry.created, length: entry.length, operation: entry.operation })
-        if (out.length > maxListed) {
-          iterator.stop()
-          throw new Error(`more than ${maxListed} entries`)
-        }
-      }
-      return out
-    })
-
-  const get = (key: string, revision?: number) =>
-    io(where(key, revision), "cannot read", () => revision === undefined ? kv.get(key) : kv.get(key, { revision }))
-
-  const decodeText = (bytes: Uint8Array, at: string) =>
-    Effect.try({ try: () => utf8.decode(bytes), catch: () => snapshotError("Invalid", "the stored value is not UTF-8", at) })
-
-  const parseManifest = (text: string, at: string): Effect.Effect<Manifest, JitHarnessSnapshot.SnapshotError> => {
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(text)
-    } catch (error) {
-      return Effect.fail(snapshotError("Invalid", `the chunk manifest is not JSON: ${detail(error)}`, at))
-    }
-    const decoded = decodeManifest(parsed)
-    if (Either.isLeft(decoded)) return Effect.fail(snapshotError("Invalid", `not a chunk manifest: ${firstIssue(decoded.left)}`, at))
-    const manifest = decoded.right
-    if (manifest.bytes > maxBytes) {
-      return Effect.fail(snapshotError("Invalid", `the manifest declares ${manifest.bytes} bytes; this store reads at most ${maxBytes}`, at))
-    }
-    const count = Math.ceil(manifest.bytes / manifest.chunk_bytes)
-    if (manifest.chunks.length !== count) {
-      return Effect.fail(
-        snapshotError("Invalid", `the manifest names ${manifest.chunks.length} chunks; ${manifest.bytes} bytes in chunks of ${manifest.chunk_bytes} are ${count}`, at)
-      )
-    }
-    return Effect.succeed(manifest)
-  }
-
-  const assemble = (sessionId: Ids.SessionId, manifest: Manifest) =>
-    Effect.gen(function*() {
-      const bytes = new Uint8Array(manifest.bytes)
-      const count = manifest.chunks.length
-      yield* Effect.forEach(manifest.chunks, (hash, index) =>
-        Effect.gen(function*() {
-          const key = chunkKey(sessionId, hash)
-          const entry = yield* get(key)
-          if (entry === null || entry.operation !== "PUT") {
-            return yield* Effect.fail(snapshotError("NotFound", `chunk ${index + 1} of ${count} is missing`, where(key)))
-          }
-          const offset = index * manifest.chunk_bytes
-          const expected = Math.min(manifest.chunk_bytes, manifest.bytes - offset)
-          if (entry.value.length !== expected) {
-            return yield* Effect.fail(snapshotError("Invalid", `chunk ${index + 1} of ${count} is ${entry.value.length} bytes, not ${expected}`, where(key)))
-          }
-          if (sha256(entry.value) !== hash) {
-            return yield* Effect.fail(snapshotError("Invalid", `chunk ${index + 1} of ${count} does not match its hash`, where(key)))
-          }
-          bytes.set(entry.value, offset)
-        }), { concurrency: chunkConcurrency, discard: true })
-      return bytes
-    })
-
-  /** The snapshot an entry of the session's key holds. */
-  const read = (sessionId: Ids.SessionId, entry: KvEntry, at: string) =>
-    Effect.gen(function*() {
-      if (entry.value.length > maxBytes) {
-        return yield* Effect.fail(snapshotError("Invalid", `the stored value is ${entry.value.length} bytes; this store reads at most ${maxBytes}`, at))
-      }
-      const text = yield* decodeText(entry.value, at)
-      if (!text.startsWith(manifestMarker)) {
-        remember(sessionId, entry.revision, [])
-        return yield* SnapshotStore.decode(text, at)
-      }
-      const manifest = yield* parseManifest(text, at)
-      remember(sessionId, entry.revision, manifest.chunks)
-      const json = yield* decodeText(yield* assemble(sessionId, manifest), at)
-      return yield* SnapshotStore.decode(json, at)
-    })
-
-  const load = (sessionId: Ids.SessionId) => {
-    const key = sessionKey(sessionId)
-    return Effect.flatMap(get(key), (entry) =>
-      entry === null || entry.operation !== "PUT"
-        ? Effect.succeed(Option.none())
-        : Effect.map(read(sessionId, entry, where(key)), Option.some))
-  }
-
-  const loadRevision = (sessionId: Ids.SessionId, revision: number) =>
-    Effect.gen(function*() {
-      const key = sessionKey(sessionId)
-      if (!Number.isSafeInteger(revision) || revision < 1) {
-        return yield* Effect.fail(snapshotError("Invalid", `a revision is a positive integer, got ${String(revision)}`, where(key)))
-      }
-      const entry = yield* get(key, revision)
-      if (entry === null || entry.operation !== "PUT") {
-        return yield* Effect.fail(snapshotError("NotFound", `no revision ${revision} of session ${sessionId} is in the bucket`, where(key, revision)))
-      }
-      return yield* read(sessionId, entry, where(key, revision))
-    })
-
-  const purge = (key: string) => io(where(key), "cannot purge", () => jsm.streams.purge(stream, { filter: subjectOf(key) }))
-
-  /** The chunks a revision of the session's key names, reading it unless known or too large to be a manifest. */
-  const chunksOf = (sessionId: Ids.SessionId, revision: Listed) =>
-    Effect.gen(function*() {
-      const known = manifests.get(`${sessionId}@${revision.revision}`)
-      if (known !== undefined) return known
-      if (revision.length > manifestBytesFor(Math.ceil(maxBytes / defaults.minChunkBytes))) return []
-      const entry = yield* get(revision.key, revision.revision)
-      if (entry === null || entry.operation !== "PUT") return []
-      const chunks = startsWithMarker(entry.value)
-        ? yield* Effect.map(
-          Effect.flatMap(decodeText(entry.value, ""), (json) => parseManifest(json, "")),
-          (manifest) => manifest.chunks
-        ).pipe(Effect.orElseSucceed(() => []))
-        : []
-      remember(sessionId, revision.revision, chunks)
-      return chunks
-    })
-
-  /** Purges the session's chunks that no revision in the history names (see the module comment). */
-  const collect = (sessionId: Ids.SessionId) =>
-    Effect.gen(function*() {
-      const latest = new Map<string, Listed>()
-      for (const entry of yield* listed(`chunk.${sessionId}.*`)) latest.set(entry.key, entry)
-      if (latest.size === 0) return
-      const revisions = yield* listed(sessionKey(sessionId))
-      const newest = Math.max(0, ...revisions.map((revision) => revision.created.getTime()))
-      const referenced = new Set<string>()
-      for (const revision of revisions) {
-        if (revision.operation !== "PUT") continue
-        for (const hash of yield* chunksOf(sessionId, revision)) referenced.add(chunkKey(sessionId, hash))
-      }
-      const garbage = [...latest.values()].filter((chunk) =>
-        chunk.operation !== "PUT" || (!referenced.has(chunk.key) && chunk.created.getTime() < newest - gcGraceMs)
-      )
-      yield* Effect.forEach(garbage, (chunk) => purge(chunk.key), { concurrency: chunkConcurrency, discard: true })
-    })
-
-  const putChunk = (sessionId: Ids.SessionId, hash: string, data: Uint8Array) => {
-    const key = chunkKey(sessionId, hash)
-    return Effect.tryPromise({
-      // Content-addressed: a chunk already there holds these very bytes.
-      try: () => kv.create(key, data).then(() => undefined, (error: unknown) => isConflict(error) ? undefined : Promise.reject(error)),
-      catch: (error) => snapshotError("Io", `cannot write a chunk: ${detail(error)}`, where(key))
-    })
-  }
-
-  /** Stores the JSON (chunks first, then the manifest) and answers the new revision. */
-  const write = (sessionId: Ids.SessionId, json: string) =>
-    Effect.gen(function*() {
-      const key = sessionKey(sessionId)
-      const bytes = encoder.encode(json)
-      if (bytes.length <= chunkBytes) {
-        const revision = yield* io(where(key), "cannot write", () => kv.put(key, bytes))
-        remember(sessionId, revision, [])
-        return revision
-      }
-      const chunks: Array<string> = []
-      const distinct = new Map<string, Uint8Array>()
-      for (let offset = 0; offset < bytes.length; offset += chunkBytes) {
-        const chunk = bytes.slice(offset, offset + chunkBytes)
-        const hash = sha256(chunk)
-        chunks.push(hash)
-        distinct.set(hash, chunk)
-      }
-      yield* Effect.forEach(distinct, ([hash, chunk]) => putChunk(sessionId, hash, chunk), { concurrency: chunkConcurrency, discard: true })
-      const manifest: Manifest = { jitbox_chunked_snapshot: 1, bytes: bytes.length, chunk_bytes: chunkBytes, chunks }
-      const revision = yield* io(where(key), "cannot write the manifest", () => kv.put(key, JSON.stringify(manifest)))
-      remember(sessionId, revision, chunks)
-      return revision
-    })
+  const bucket = SnapshotBucket.make(kv, options.bucket)
+  const chunks = SnapshotChunks.make(bucket, options)
+  const collection = ChunkCollection.make(bucket, chunks, jsm, options)
 
   const saveRevision = (sessionId: Ids.SessionId, snapshot: JitHarnessSnapshot.JitHarnessSnapshot) =>
     Effect.gen(function*() {
-      const json = yield* SnapshotStore.encode(sessionId, snapshot, maxBytes)
-      const revision = yield* write(sessionId, json)
+      const json = yield* SnapshotStore.encode(sessionId, snapshot, options.maxBytes)
+      const revision = yield* chunks.write(sessionId, json)
       // The snapshot is stored; a collection that fails is done again by the next save.
-      yield* collect(sessionId).pipe(
+      yield* collection.collect(sessionId).pipe(
         Effect.catchAll((error) => Effect.logDebug(`chunks of ${sessionId} not collected: ${error.message}`))
       )
       return revision
     })
-
-  const history = (sessionId: Ids.SessionId) =>
-    Effect.map(listed(sessionKey(sessionId)), (entries) =>
-      entries
-        .filter((entry) => entry.operation === "PUT")
-        .map((entry): Revision => ({ revision: entry.revision, createdAt: entry.created }))
-        .sort((a, b) => b.revision - a.revision))
-
-  const remove = (sessionId: Ids.SessionId) =>
-    Effect.zipRight(purge(sessionKey(sessionId)), purge(`chunk.${sessionId}.>`))
+  const loadRevision = (sessionId: Ids.SessionId, revision: number) => SnapshotRevisions.loadRevision(bucket, chunks, sessionId, revision)
 
   return {
-    bucket,
-    load,
+    bucket: options.bucket,
+    load: (sessionId) => SnapshotRevisions.load(bucket, chunks, sessionId),
     save: (sessionId, snapshot) => Effect.asVoid(saveRevision(sessionId, snapshot)),
-    remove,
-    history,
+    remove: collection.remove,
+    history: (sessionId) => SnapshotRevisions.history(bucket, sessionId),
     loadRevision,
     rollback: (sessionId, revision) => Effect.flatMap(loadRevision(sessionId, revision), (snapshot) => saveRevision(sessionId, snapshot))
   }

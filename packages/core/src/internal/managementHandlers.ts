@@ -95,6 +95,96 @@ const errorPreview = (record: ToolErrorRecord, maxChars: number, total: number):
   return errorEntry(record, text, record.message_truncated || text.length < message.length)
 }
 
+type SourceArgs = NameArgs & PageArgs & { readonly path?: string }
+
+const listTools = (read: ReadModel, { limit = 20, offset = 0 }: PageArgs) =>
+  Paging.pageItems(read.listTools(), offset, limit, (items, nextOffset) => ({
+    tools: items.map((item) => ({
+      name: item.name,
+      origin: item.origin,
+      state: item.state,
+      ...(item.description === null ? {} : { description: previewOf(item.description, catalogPreviewChars) })
+    })),
+    total: read.listTools().length,
+    next_offset: nextOffset
+  }))
+
+const inspectTool = (read: ReadModel, { name }: NameArgs) => {
+  const definition = read.definition(name)
+  const response: Record<string, unknown> = {
+    name,
+    origin: definition.origin,
+    state: definition.state
+  }
+  if (definition.description !== null) response.description = previewOf(definition.description, definitionPreviewChars)
+  if (definition.guidelines !== null) response.guidelines = previewOf(definition.guidelines, definitionPreviewChars)
+  if (definition.language !== undefined) response.language = definition.language
+  if (definition.entrypoint !== undefined) response.entrypoint = definition.entrypoint
+  if (definition.state !== "unbound") response.execution_mode = definition.execution_mode
+  if (definition.files !== undefined) response.files = definition.files
+  if (definition.parameters === null) return fitPreviews(response)
+  const withParameters = { ...response, parameters: definition.parameters }
+  if (ResponseBudget.fits(withParameters)) return withParameters
+  return fitPreviews({
+    ...response,
+    parameters_omitted: true,
+    parameters_chars: ResponseBudget.measure(definition.parameters)
+  })
+}
+
+const readToolSource = (read: ReadModel, { max_chars = 2_000, name, offset = 0, path }: SourceArgs) => {
+  const source = read.source(name)
+  if (source.kind === "text") {
+    if (path !== undefined) {
+      throw new InvalidToolRequest({ name, reason: "UnknownPath", detail: `'${name}' is a text tool; it has no files` })
+    }
+    return Paging.page(Paging.pageable(source.markdown), offset, max_chars, (page) => ({ name, ...page }), name)
+  }
+  const file = path ?? source.entry_file
+  const text = source.files[file]
+  if (text === undefined) {
+    throw new InvalidToolRequest({
+      name,
+      reason: "UnknownPath",
+      detail: `'${name}' has no file ${file}; its files are ${Object.keys(source.files).join(", ")}`
+    })
+  }
+  return Paging.page(Paging.pageable(text), offset, max_chars, (page) => ({ name, path: file, ...page }), name)
+}
+
+const readToolSchema = (read: ReadModel, { max_chars = 2_000, name, offset = 0 }: NameArgs & PageArgs) => {
+  const parameters = read.definition(name).parameters
+  if (parameters === null) {
+    throw new InvalidToolRequest({ name, reason: "NoSource", detail: `base tool '${name}' is unbound; its schema is unknown` })
+  }
+  return Paging.page(Paging.pageable(JSON.stringify(parameters)), offset, max_chars, (page) => ({ name, ...page }), name)
+}
+
+const inspectToolCalls = (registry: Registry, read: ReadModel, { limit = 5, name, offset = 0 }: NameArgs & PageArgs) => {
+  knownTool(registry, name)
+  const records = read.profiler.records(name)
+  return Paging.pageItems(records, offset, limit, (items, nextOffset) => ({
+    calls: items.map(compactCall),
+    total_calls: records.length,
+    next_offset: nextOffset
+  }), name)
+}
+
+const inspectToolErrors = (read: ReadModel, { limit = 3, max_chars = 512, name, offset = 0 }: Partial<NameArgs> & PageArgs) => {
+  const records = read.errors.records(name)
+  const previews = new Map<ToolErrorRecord, ErrorPreview>()
+  const previewOf = (record: ToolErrorRecord) => {
+    let preview = previews.get(record)
+    if (preview === undefined) previews.set(record, preview = errorPreview(record, max_chars, records.length))
+    return preview
+  }
+  return Paging.pageItems(records, offset, limit, (items, nextOffset) => ({
+    errors: items.map(previewOf),
+    total_matches: records.length,
+    next_offset: nextOffset
+  }), name)
+}
+
 export const make = (registry: Registry, read: ReadModel, changes: ToolChanges): Array<ManagementEntry> => {
   const handlers: Record<ManagementToolName, (args: never, call: LiveCall) => unknown> = {
     create_tool: (args: unknown, call: LiveCall) =>
@@ -104,98 +194,16 @@ export const make = (registry: Registry, read: ReadModel, changes: ToolChanges):
     unload_tool: ({ name }: NameArgs, call: LiveCall) => changes.serially(() => changes.setLoaded(name, false), call.withinChange),
     load_tool: ({ name }: NameArgs, call: LiveCall) => changes.serially(() => changes.setLoaded(name, true), call.withinChange),
 
-    list_tools: ({ limit = 20, offset = 0 }: PageArgs) =>
-      Paging.pageItems(read.listTools(), offset, limit, (items, nextOffset) => ({
-        tools: items.map((item) => ({
-          name: item.name,
-          origin: item.origin,
-          state: item.state,
-          ...(item.description === null ? {} : { description: previewOf(item.description, catalogPreviewChars) })
-        })),
-        total: read.listTools().length,
-        next_offset: nextOffset
-      })),
-
-    inspect_tool: ({ name }: NameArgs) => {
-      const definition = read.definition(name)
-      const response: Record<string, unknown> = {
-        name,
-        origin: definition.origin,
-        state: definition.state
-      }
-      if (definition.description !== null) response.description = previewOf(definition.description, definitionPreviewChars)
-      if (definition.guidelines !== null) response.guidelines = previewOf(definition.guidelines, definitionPreviewChars)
-      if (definition.language !== undefined) response.language = definition.language
-      if (definition.entrypoint !== undefined) response.entrypoint = definition.entrypoint
-      if (definition.state !== "unbound") response.execution_mode = definition.execution_mode
-      if (definition.files !== undefined) response.files = definition.files
-      if (definition.parameters === null) return fitPreviews(response)
-      const withParameters = { ...response, parameters: definition.parameters }
-      if (ResponseBudget.fits(withParameters)) return withParameters
-      return fitPreviews({
-        ...response,
-        parameters_omitted: true,
-        parameters_chars: ResponseBudget.measure(definition.parameters)
-      })
-    },
-
-    read_tool_source: ({ max_chars = 2_000, name, offset = 0, path }: NameArgs & PageArgs & { readonly path?: string }) => {
-      const source = read.source(name)
-      if (source.kind === "text") {
-        if (path !== undefined) {
-          throw new InvalidToolRequest({ name, reason: "UnknownPath", detail: `'${name}' is a text tool; it has no files` })
-        }
-        return Paging.page(Paging.pageable(source.markdown), offset, max_chars, (page) => ({ name, ...page }), name)
-      }
-      const file = path ?? source.entry_file
-      const text = source.files[file]
-      if (text === undefined) {
-        throw new InvalidToolRequest({
-          name,
-          reason: "UnknownPath",
-          detail: `'${name}' has no file ${file}; its files are ${Object.keys(source.files).join(", ")}`
-        })
-      }
-      return Paging.page(Paging.pageable(text), offset, max_chars, (page) => ({ name, path: file, ...page }), name)
-    },
-
-    read_tool_schema: ({ max_chars = 2_000, name, offset = 0 }: NameArgs & PageArgs) => {
-      const parameters = read.definition(name).parameters
-      if (parameters === null) {
-        throw new InvalidToolRequest({ name, reason: "NoSource", detail: `base tool '${name}' is unbound; its schema is unknown` })
-      }
-      return Paging.page(Paging.pageable(JSON.stringify(parameters)), offset, max_chars, (page) => ({ name, ...page }), name)
-    },
-
+    list_tools: (args: PageArgs) => listTools(read, args),
+    inspect_tool: (args: NameArgs) => inspectTool(read, args),
+    read_tool_source: (args: SourceArgs) => readToolSource(read, args),
+    read_tool_schema: (args: NameArgs & PageArgs) => readToolSchema(read, args),
     inspect_tool_stats: ({ name }: NameArgs) => {
       knownTool(registry, name)
       return read.profileStats(name)
     },
-
-    inspect_tool_calls: ({ limit = 5, name, offset = 0 }: NameArgs & PageArgs) => {
-      knownTool(registry, name)
-      const records = read.profiler.records(name)
-      return Paging.pageItems(records, offset, limit, (items, nextOffset) => ({
-        calls: items.map(compactCall),
-        total_calls: records.length,
-        next_offset: nextOffset
-      }), name)
-    },
-
-    inspect_tool_errors: ({ limit = 3, max_chars = 512, name, offset = 0 }: Partial<NameArgs> & PageArgs) => {
-      const records = read.errors.records(name)
-      const previews = new Map<ToolErrorRecord, ErrorPreview>()
-      const previewOf = (record: ToolErrorRecord) => {
-        let preview = previews.get(record)
-        if (preview === undefined) previews.set(record, preview = errorPreview(record, max_chars, records.length))
-        return preview
-      }
-      return Paging.pageItems(records, offset, limit, (items, nextOffset) => ({
-        errors: items.map(previewOf),
-        total_matches: records.length,
-        next_offset: nextOffset
-      }), name)
-    }
+    inspect_tool_calls: (args: NameArgs & PageArgs) => inspectToolCalls(registry, read, args),
+    inspect_tool_errors: (args: Partial<NameArgs> & PageArgs) => inspectToolErrors(read, args)
   }
 
   return managementTools.map((definition) => ({
