@@ -167,6 +167,186 @@ const setup = <A>(step: string, f: () => Promise<A>) =>
 
 let runs = 0
 
+type Load = { readonly concurrency: number; readonly deepest: number }
+type Snapshot = JitHarnessSnapshot.JitHarnessSnapshot
+type HarnessOptions = Extract<TargetOptions, { readonly kind: "harness" }>
+type EmbeddedOptions = Extract<TargetOptions, { readonly kind: "embedded" }>
+type RemoteOptions = Extract<TargetOptions, { readonly kind: "remote" }>
+
+/** Fails when a snapshot tool has the name of a generated composing tool (`bench_depth_N`). */
+const checkNames = (snapshot: Snapshot): Effect.Effect<void, BenchSetupError> => {
+  const taken = snapshot.tools.map((record) => record.name).filter((name) => /^bench_depth_\d+$/.test(name))
+  return taken.length > 0
+    ? new BenchSetupError({ step: "reading the snapshot", detail: `its tools ${taken.join(", ")} have the names of the generated composing tools` })
+    : Effect.void
+}
+
+/** A sandbox runner for the direct floor, stopped with the scope. */
+const sandboxRunner = (sandbox: SandboxConfig.SandboxOptions | undefined): Effect.Effect<CodeRunner.CodeRunnerShape, BenchSetupError, Scope.Scope> =>
+  SandboxRunner.scoped(sandbox).pipe(
+    Effect.mapError((error) => new BenchSetupError({ step: "starting the direct floor's sandbox runner", detail: describe(error) }))
+  )
+
+/** The `harness` target: a fresh `JitHarness` from the snapshot per session. */
+const harnessTarget = (options: HarnessOptions, snapshot: Snapshot, tool: string, run: string): Target => {
+  const harnessOptions = options.harness ?? {}
+  const trusted = (harnessOptions.codeExecution ?? "trusted") === "trusted"
+  const directRunner = Effect.sync(() =>
+    CodeRunner.route([
+      ...(harnessOptions.runners ?? []),
+      ...(trusted ? [TrustedCodeRunner.make({ moduleRoot: harnessOptions.moduleRoot })] : [])
+    ])
+  )
+  let sessions = 0
+  return {
+    kind: "harness",
+    description: `a plain JitHarness in this process (${trusted ? "trusted in-process code" : "the runners given"})`,
+    session: run,
+    directRunner,
+    nats: undefined,
+    budgets: budgetsOf(harnessOptions.policy),
+    open: (depth) =>
+      Effect.gen(function*() {
+        const sessionId = `${run}_${++sessions}`
+        const harness = yield* setup("building the harness from the snapshot", () => JitHarness.fromSnapshot(snapshot, { ...harnessOptions, sessionId }))
+        yield* createComposing(harness, tool, 1, depth)
+        return { sessionId, callTool: (name, args) => harness.callTool(name, args) }
+      })
+  }
+}
+
+/** The `embedded` target: an `Embedded` runtime started for the run, a fresh session of it per depth. */
+const embeddedTarget = (options: EmbeddedOptions, snapshot: Snapshot, tool: string, run: string, load: Load) =>
+  Effect.gen(function*() {
+    const harness = { policy: embeddedPolicy, ...options.embedded?.harness }
+    const worker = {
+      ...embeddedWorker,
+      ...options.embedded?.worker,
+      sandbox: { maximumRuntimeEnvironments: warmChildrenFor(load), ...options.embedded?.worker?.sandbox }
+    }
+    const runtime = yield* Embedded.make({
+      ...options.embedded,
+      harness,
+      worker,
+      template: snapshot
+    }).pipe(
+      Effect.mapError((error) => new BenchSetupError({ step: "starting the embedded runtime", detail: describe(error) }))
+    )
+    const directRunner = sandboxRunner(worker.sandbox)
+    let sessions = 0
+    const target: Target = {
+      kind: "embedded",
+      description: `a session of an embedded runtime (${runtime.workers.length} worker${runtime.workers.length === 1 ? "" : "s"}, sandboxed code, in-memory transport)`,
+      session: run,
+      directRunner,
+      nats: undefined,
+      budgets: budgetsOf(harness.policy),
+      open: (depth) =>
+        Effect.gen(function*() {
+          const sessionId = `${run}_${++sessions}`
+          const session = yield* Effect.try({
+            try: () => runtime.sessions.get(sessionId),
+            catch: (error) => new BenchSetupError({ step: "opening an embedded session", detail: describe(error) })
+          })
+          yield* createComposing(session, tool, 1, depth)
+          yield* Effect.addFinalizer(() => Effect.promise(() => runtime.sessions.forget(sessionId).catch(() => undefined)))
+          return { sessionId, callTool: (name, args) => session.callTool(name, args) }
+        })
+    }
+    return target
+  })
+
+/** Connects to NATS and names the remote session; the connection closes with the scope. */
+const connectRemote = (options: RemoteOptions, nats: NatsConnection.NatsConnectionOptions) =>
+  Effect.gen(function*() {
+    const namespace = yield* Effect.try({
+      try: () => Ids.namespace(options.namespace ?? "default"),
+      catch: (error) => new BenchSetupError({ step: "reading the namespace", detail: describe(error) })
+    })
+    const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer(nats)))).pipe(
+      Effect.mapError((error) => new BenchSetupError({ step: "connecting to NATS", detail: describe(error) }))
+    )
+    const session = yield* RemoteSession.make(options.session, { prefix: Subject.prefix(namespace), timeoutMs: options.timeoutMs }).pipe(
+      Effect.provide(transport),
+      Effect.mapError((error) => new BenchSetupError({ step: "naming the remote session", detail: describe(error) }))
+    )
+    return { namespace, session }
+  })
+
+type Remote = Effect.Effect.Success<ReturnType<typeof connectRemote>>["session"]
+
+/**
+ * Answers `ensure`, which makes a tool a loaded tool of the remote session (created, or loaded
+ * again if unloaded; with `replace`, also given the request's code). What it created or loaded is
+ * unloaded (newest first) when the scope closes.
+ */
+const remoteTools = (session: Remote) =>
+  Effect.gen(function*() {
+    const created: Array<string> = []
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(async () => {
+        for (const name of [...created].reverse()) await session.unloadTool(name).catch(() => undefined)
+      })
+    )
+    const listed = yield* setup("listing the remote session's tools", () => session.listTools())
+    const state = new Map(listed.map((entry) => [entry.name, entry.state]))
+    return (request: CreateToolRequest & { readonly name: string }, replace: boolean) =>
+      setup(`putting the tool ${request.name} in the remote session`, async () => {
+        const current = state.get(request.name)
+        if (current === undefined) {
+          await session.createTool(request)
+          created.push(request.name)
+        } else {
+          if (current === "unloaded") {
+            await session.loadTool(request.name)
+            created.push(request.name)
+          }
+          if (replace) await session.updateTool(request)
+        }
+        state.set(request.name, "loaded")
+      })
+  })
+
+/** The `remote` target: the session named, given the snapshot's tools now and composing tools as depths open. */
+const remoteTarget = (options: RemoteOptions, snapshot: Snapshot, tool: string) =>
+  Effect.gen(function*() {
+    const nats: NatsConnection.NatsConnectionOptions = { servers: options.servers, credentialsFile: options.credentialsFile, name: "jitbox-bench" }
+    const { namespace, session } = yield* connectRemote(options, nats)
+    const directRunner = sandboxRunner(options.sandbox ?? embeddedWorker.sandbox)
+    const ensure = yield* remoteTools(session)
+    for (const record of snapshot.tools) {
+      yield* ensure({
+        name: record.name,
+        entrypoint: record.entrypoint,
+        language: record.language,
+        source: record.source,
+        files: record.files,
+        description: record.description,
+        guidelines: record.guidelines,
+        parameters: record.parameters,
+        duration: record.duration
+      }, false)
+    }
+    let deepest = 0
+    const target: Target = {
+      kind: "remote",
+      description: `the remote session ${options.session} (namespace ${namespace}) over NATS`,
+      session: options.session,
+      directRunner,
+      nats,
+      budgets: undefined,
+      open: (depth) =>
+        Effect.gen(function*() {
+          for (let d = deepest + 1; d <= depth; d++) {
+            yield* ensure({ name: composingName(d), source: composingSource(d, tool), entrypoint: composingName(d), language: "javascript" }, true)
+            deepest = d
+          }
+          return { sessionId: options.session, callTool: (name, args) => session.callTool(name, args) }
+        })
+    }
+    return target
+  })
+
 /**
  * Builds the target; what it started (a runtime, a connection, a sandbox runner) stops when the
  * scope closes.
@@ -178,151 +358,17 @@ export const make = (
   options: TargetOptions,
   snapshot: JitHarnessSnapshot.JitHarnessSnapshot,
   tool: string,
-  load: { readonly concurrency: number; readonly deepest: number } = { concurrency: 1, deepest: 0 }
+  load: Load = { concurrency: 1, deepest: 0 }
 ): Effect.Effect<Target, BenchSetupError, Scope.Scope> =>
   Effect.gen(function*() {
-    const taken = snapshot.tools.map((record) => record.name).filter((name) => /^bench_depth_\d+$/.test(name))
-    if (taken.length > 0) {
-      return yield* new BenchSetupError({ step: "reading the snapshot", detail: `its tools ${taken.join(", ")} have the names of the generated composing tools` })
-    }
+    yield* checkNames(snapshot)
     const run = `bench_${process.pid}_${++runs}`
-    const sandboxRunner = (sandbox: SandboxConfig.SandboxOptions | undefined): Effect.Effect<CodeRunner.CodeRunnerShape, BenchSetupError, Scope.Scope> =>
-      SandboxRunner.scoped(sandbox).pipe(
-        Effect.mapError((error) => new BenchSetupError({ step: "starting the direct floor's sandbox runner", detail: describe(error) }))
-      )
     switch (options.kind) {
-      case "harness": {
-        const harnessOptions = options.harness ?? {}
-        const trusted = (harnessOptions.codeExecution ?? "trusted") === "trusted"
-        const directRunner = Effect.sync(() =>
-          CodeRunner.route([
-            ...(harnessOptions.runners ?? []),
-            ...(trusted ? [TrustedCodeRunner.make({ moduleRoot: harnessOptions.moduleRoot })] : [])
-          ])
-        )
-        let sessions = 0
-        return {
-          kind: "harness",
-          description: `a plain JitHarness in this process (${trusted ? "trusted in-process code" : "the runners given"})`,
-          session: run,
-          directRunner,
-          nats: undefined,
-          budgets: budgetsOf(harnessOptions.policy),
-          open: (depth) =>
-            Effect.gen(function*() {
-              const sessionId = `${run}_${++sessions}`
-              const harness = yield* setup("building the harness from the snapshot", () => JitHarness.fromSnapshot(snapshot, { ...harnessOptions, sessionId }))
-              yield* createComposing(harness, tool, 1, depth)
-              return { sessionId, callTool: (name, args) => harness.callTool(name, args) }
-            })
-        }
-      }
-      case "embedded": {
-        const harness = { policy: embeddedPolicy, ...options.embedded?.harness }
-        const worker = {
-          ...embeddedWorker,
-          ...options.embedded?.worker,
-          sandbox: { maximumRuntimeEnvironments: warmChildrenFor(load), ...options.embedded?.worker?.sandbox }
-        }
-        const runtime = yield* Embedded.make({
-          ...options.embedded,
-          harness,
-          worker,
-          template: snapshot
-        }).pipe(
-          Effect.mapError((error) => new BenchSetupError({ step: "starting the embedded runtime", detail: describe(error) }))
-        )
-        const directRunner = sandboxRunner(worker.sandbox)
-        let sessions = 0
-        return {
-          kind: "embedded",
-          description: `a session of an embedded runtime (${runtime.workers.length} worker${runtime.workers.length === 1 ? "" : "s"}, sandboxed code, in-memory transport)`,
-          session: run,
-          directRunner,
-          nats: undefined,
-          budgets: budgetsOf(harness.policy),
-          open: (depth) =>
-            Effect.gen(function*() {
-              const sessionId = `${run}_${++sessions}`
-              const session = yield* Effect.try({
-                try: () => runtime.sessions.get(sessionId),
-                catch: (error) => new BenchSetupError({ step: "opening an embedded session", detail: describe(error) })
-              })
-              yield* createComposing(session, tool, 1, depth)
-              yield* Effect.addFinalizer(() => Effect.promise(() => runtime.sessions.forget(sessionId).catch(() => undefined)))
-              return { sessionId, callTool: (name, args) => session.callTool(name, args) }
-            })
-        }
-      }
-      case "remote": {
-        const nats: NatsConnection.NatsConnectionOptions = { servers: options.servers, credentialsFile: options.credentialsFile, name: "jitbox-bench" }
-        const namespace = yield* Effect.try({
-          try: () => Ids.namespace(options.namespace ?? "default"),
-          catch: (error) => new BenchSetupError({ step: "reading the namespace", detail: describe(error) })
-        })
-        const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer(nats)))).pipe(
-          Effect.mapError((error) => new BenchSetupError({ step: "connecting to NATS", detail: describe(error) }))
-        )
-        const session = yield* RemoteSession.make(options.session, { prefix: Subject.prefix(namespace), timeoutMs: options.timeoutMs }).pipe(
-          Effect.provide(transport),
-          Effect.mapError((error) => new BenchSetupError({ step: "naming the remote session", detail: describe(error) }))
-        )
-        const directRunner = sandboxRunner(options.sandbox ?? embeddedWorker.sandbox)
-        // what this run created in the session, unloaded (newest first) when the target closes
-        const created: Array<string> = []
-        yield* Effect.addFinalizer(() =>
-          Effect.promise(async () => {
-            for (const name of [...created].reverse()) await session.unloadTool(name).catch(() => undefined)
-          })
-        )
-        const listed = yield* setup("listing the remote session's tools", () => session.listTools())
-        const state = new Map(listed.map((entry) => [entry.name, entry.state]))
-        /** Makes `name` a loaded tool of the session (created, or loaded again if unloaded); with `replace`, also with `request`'s code. */
-        const ensure = (request: CreateToolRequest & { readonly name: string }, replace: boolean) =>
-          setup(`putting the tool ${request.name} in the remote session`, async () => {
-            const current = state.get(request.name)
-            if (current === undefined) {
-              await session.createTool(request)
-              created.push(request.name)
-            } else {
-              if (current === "unloaded") {
-                await session.loadTool(request.name)
-                created.push(request.name)
-              }
-              if (replace) await session.updateTool(request)
-            }
-            state.set(request.name, "loaded")
-          })
-        for (const record of snapshot.tools) {
-          yield* ensure({
-            name: record.name,
-            entrypoint: record.entrypoint,
-            language: record.language,
-            source: record.source,
-            files: record.files,
-            description: record.description,
-            guidelines: record.guidelines,
-            parameters: record.parameters,
-            duration: record.duration
-          }, false)
-        }
-        let deepest = 0
-        return {
-          kind: "remote",
-          description: `the remote session ${options.session} (namespace ${namespace}) over NATS`,
-          session: options.session,
-          directRunner,
-          nats,
-          budgets: undefined,
-          open: (depth) =>
-            Effect.gen(function*() {
-              for (let d = deepest + 1; d <= depth; d++) {
-                yield* ensure({ name: composingName(d), source: composingSource(d, tool), entrypoint: composingName(d), language: "javascript" }, true)
-                deepest = d
-              }
-              return { sessionId: options.session, callTool: (name, args) => session.callTool(name, args) }
-            })
-        }
-      }
+      case "harness":
+        return harnessTarget(options, snapshot, tool, run)
+      case "embedded":
+        return yield* embeddedTarget(options, snapshot, tool, run, load)
+      case "remote":
+        return yield* remoteTarget(options, snapshot, tool)
     }
   })
