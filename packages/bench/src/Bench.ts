@@ -104,16 +104,9 @@ const loadSnapshot = (snapshot: BenchOptions["snapshot"]) =>
     catch: (error) => new BenchSetupError({ step: "reading the snapshot", detail: describe(error) })
   })
 
-/**
- * Runs the benchmark; everything it started is stopped when it ends, however it ends.
- *
- * @since 0.1.0
- * @category running
- */
-export const benchmark = (options: BenchOptions): Effect.Effect<BenchResult.BenchResult, BenchError> =>
-  Effect.scoped(Effect.gen(function*() {
-    const progress = options.onProgress ?? (() => undefined)
-    const s = yield* settings(options)
+/** The snapshot, which must hold the tool benchmarked. */
+const loadWithTool = (options: BenchOptions) =>
+  Effect.gen(function*() {
     const snapshot = yield* loadSnapshot(options.snapshot)
     if (!snapshot.tools.some((record) => record.name === options.tool)) {
       return yield* new BenchSetupError({
@@ -121,12 +114,12 @@ export const benchmark = (options: BenchOptions): Effect.Effect<BenchResult.Benc
         detail: `it has no code tool '${options.tool}' (its code tools: ${snapshot.tools.map((record) => record.name).join(", ") || "none"})`
       })
     }
-    const args = options.args ?? {}
-    const argsJson = JSON.stringify(args)
-    const targetOptions = options.target ?? { kind: "embedded" }
-    progress({ stage: "setup", what: `the ${targetOptions.kind} target`, done: 0, total: 0 })
-    const deepest = s.depths[s.depths.length - 1]!
-    const target = yield* Target.make(targetOptions, snapshot, options.tool, { concurrency: s.concurrency, deepest })
+    return snapshot
+  })
+
+/** Fails when the run would measure waiting rather than calls: for a concurrency slot, for a warm child, or past the invocation budget. */
+const checkRoom = (target: Target.Target, s: Settings, deepest: number) =>
+  Effect.gen(function*() {
     const budgets = target.budgets
     if (budgets !== undefined && s.concurrency > budgets.concurrentInvocations) {
       return yield* new BenchSetupError({
@@ -147,62 +140,109 @@ export const benchmark = (options: BenchOptions): Effect.Effect<BenchResult.Benc
         detail: `${s.warmup + s.iterations} calls at depth ${deepest} make ${(s.warmup + s.iterations) * (deepest + 1)} invocations (more if the tool composes), and the policy allows ${budgets.invocations} per session`
       })
     }
+  })
 
-    const measure = (what: string, phase: BenchToolFailed["phase"], depth: number, call: (i: number) => Promise<unknown>) =>
-      Effect.tryPromise({
-        try: () => {
-          progress({ stage: "measuring", what, done: 0, total: s.iterations })
-          const every = Math.max(1, Math.floor(s.iterations / 20))
-          return sample(call, {
-            ...s,
-            onCall: (done) => {
-              if (done % every === 0 && done < s.iterations) progress({ stage: "measuring", what, done, total: s.iterations })
-            }
-          }).then((sampled) => {
-            progress({ stage: "measuring", what, done: s.iterations, total: s.iterations })
-            return {
-              stats: BenchResult.statsOf(sampled.latencies_us, sampled.seconds),
-              histogram: BenchResult.histogramOf(sampled.latencies_us)
-            }
-          })
-        },
-        catch: (error) => new BenchToolFailed({ tool: options.tool, phase, depth, detail: describe(error) })
+type Measure = (what: string, phase: BenchToolFailed["phase"], depth: number, call: (i: number) => Promise<unknown>) => Effect.Effect<
+  { readonly stats: BenchResult.Stats; readonly histogram: BenchResult.Histogram },
+  BenchToolFailed
+>
+
+/** Measures one phase (warm-up, then the timed calls), telling `progress` as it goes. */
+const measurer = (tool: string, s: Settings, progress: (progress: Progress) => void): Measure => (what, phase, depth, call) =>
+  Effect.tryPromise({
+    try: () => {
+      progress({ stage: "measuring", what, done: 0, total: s.iterations })
+      const every = Math.max(1, Math.floor(s.iterations / 20))
+      return sample(call, {
+        ...s,
+        onCall: (done) => {
+          if (done % every === 0 && done < s.iterations) progress({ stage: "measuring", what, done, total: s.iterations })
+        }
+      }).then((sampled) => {
+        progress({ stage: "measuring", what, done: s.iterations, total: s.iterations })
+        return {
+          stats: BenchResult.statsOf(sampled.latencies_us, sampled.seconds),
+          histogram: BenchResult.histogramOf(sampled.latencies_us)
+        }
       })
+    },
+    catch: (error) => new BenchToolFailed({ tool, phase, depth, detail: describe(error) })
+  })
 
+/** The direct floor's phase; its runner lives only for the phase. */
+const directFloorOf = (target: Target.Target, snapshot: JitHarnessSnapshot.JitHarnessSnapshot, tool: string, args: unknown, measure: Measure) =>
+  Effect.scoped(Effect.gen(function*() {
+    const runner = yield* target.directRunner
+    const direct = yield* Effect.acquireRelease(
+      Effect.sync(() => DirectCall.make(snapshot, runner)),
+      (direct) => Effect.promise(() => direct.release())
+    )
+    return yield* measure("direct floor", "direct floor", 0, () => direct.call(tool, args))
+  }))
+
+/** The raw floor's phase (none for a plain harness); its child or connection lives only for the phase. */
+const rawFloorOf = (target: Target.Target, argsJson: string, measure: Measure, progress: (progress: Progress) => void) =>
+  target.kind === "harness" ? Effect.succeed(undefined) : Effect.scoped(Effect.gen(function*() {
+    progress({ stage: "setup", what: "the raw floor", done: 0, total: 0 })
+    const raw = target.kind === "embedded" ? yield* RawFloor.pipe : yield* RawFloor.nats(target.nats!)
+    const measured = yield* measure("raw floor", "raw floor", 0, () => raw.call(argsJson))
+    return { description: raw.description, ...measured }
+  }))
+
+type Floor = Effect.Effect.Success<ReturnType<typeof directFloorOf>>
+
+/** One depth's phase, in a session opened for it, set beside the floors. */
+const depthRunOf = (
+  target: Target.Target,
+  depth: number,
+  tool: string,
+  args: unknown,
+  floors: { readonly direct: Floor; readonly raw: Floor | undefined },
+  measure: Measure,
+  progress: (progress: Progress) => void
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    progress({ stage: "setup", what: `depth ${depth}`, done: 0, total: 0 })
+    const session = yield* target.open(depth)
+    const called = depth === 0 ? tool : Target.composingName(depth)
+    return yield* measure(`depth ${depth}`, "target", depth, () => session.callTool(called, args)).pipe(Effect.map((m) => ({ ...m, called })))
+  })).pipe(Effect.map((run): BenchResult.DepthRun => ({
+    depth,
+    called: run.called,
+    stats: run.stats,
+    histogram: run.histogram,
+    median_over_direct: BenchResult.ratio(run.stats.median_us, floors.direct.stats.median_us) ?? 0,
+    median_over_raw: BenchResult.ratio(run.stats.median_us, floors.raw?.stats.median_us),
+    throughput_over_direct: BenchResult.ratio(run.stats.calls_per_s, floors.direct.stats.calls_per_s) ?? 0,
+    throughput_over_raw: BenchResult.ratio(run.stats.calls_per_s, floors.raw?.stats.calls_per_s)
+  })))
+
+/**
+ * Runs the benchmark; everything it started is stopped when it ends, however it ends.
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const benchmark = (options: BenchOptions): Effect.Effect<BenchResult.BenchResult, BenchError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const progress = options.onProgress ?? (() => undefined)
+    const s = yield* settings(options)
+    const snapshot = yield* loadWithTool(options)
+    const args = options.args ?? {}
+    const argsJson = JSON.stringify(args)
+    const targetOptions = options.target ?? { kind: "embedded" }
+    progress({ stage: "setup", what: `the ${targetOptions.kind} target`, done: 0, total: 0 })
+    const deepest = s.depths[s.depths.length - 1]!
+    const target = yield* Target.make(targetOptions, snapshot, options.tool, { concurrency: s.concurrency, deepest })
+    yield* checkRoom(target, s, deepest)
+    const measure = measurer(options.tool, s, progress)
     // each floor's runner or child lives only for its phase: fewer sandboxed processes at once
     progress({ stage: "setup", what: "the direct floor", done: 0, total: 0 })
-    const directFloor = yield* Effect.scoped(Effect.gen(function*() {
-      const runner = yield* target.directRunner
-      const direct = yield* Effect.acquireRelease(
-        Effect.sync(() => DirectCall.make(snapshot, runner)),
-        (direct) => Effect.promise(() => direct.release())
-      )
-      return yield* measure("direct floor", "direct floor", 0, () => direct.call(options.tool, args))
-    }))
-    const rawFloor = target.kind === "harness" ? undefined : yield* Effect.scoped(Effect.gen(function*() {
-      progress({ stage: "setup", what: "the raw floor", done: 0, total: 0 })
-      const raw = target.kind === "embedded" ? yield* RawFloor.pipe : yield* RawFloor.nats(target.nats!)
-      const measured = yield* measure("raw floor", "raw floor", 0, () => raw.call(argsJson))
-      return { description: raw.description, ...measured }
-    }))
+    const directFloor = yield* directFloorOf(target, snapshot, options.tool, args, measure)
+    const rawFloor = yield* rawFloorOf(target, argsJson, measure, progress)
     const runs: Array<BenchResult.DepthRun> = []
     for (const depth of s.depths) {
-      const run = yield* Effect.scoped(Effect.gen(function*() {
-        progress({ stage: "setup", what: `depth ${depth}`, done: 0, total: 0 })
-        const session = yield* target.open(depth)
-        const called = depth === 0 ? options.tool : Target.composingName(depth)
-        return yield* measure(`depth ${depth}`, "target", depth, () => session.callTool(called, args)).pipe(Effect.map((m) => ({ ...m, called })))
-      }))
-      runs.push({
-        depth,
-        called: run.called,
-        stats: run.stats,
-        histogram: run.histogram,
-        median_over_direct: BenchResult.ratio(run.stats.median_us, directFloor.stats.median_us) ?? 0,
-        median_over_raw: BenchResult.ratio(run.stats.median_us, rawFloor?.stats.median_us),
-        throughput_over_direct: BenchResult.ratio(run.stats.calls_per_s, directFloor.stats.calls_per_s) ?? 0,
-        throughput_over_raw: BenchResult.ratio(run.stats.calls_per_s, rawFloor?.stats.calls_per_s)
-      })
+      runs.push(yield* depthRunOf(target, depth, options.tool, args, { direct: directFloor, raw: rawFloor }, measure, progress))
     }
     progress({ stage: "done", what: "", done: s.iterations, total: s.iterations })
     return {
