@@ -79,11 +79,10 @@ export const detect = (config: SandboxConfig.SandboxConfig): Isolation => {
 export const describeIsolation = (options?: SandboxConfig.SandboxOptions): Array<LayerReport> =>
   report(SandboxConfig.make(options), detect(SandboxConfig.make(options)))
 
-/** @since 0.1.0 @category reporting */
-export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Array<LayerReport> => {
+/** The layers every child gets, and the Node and rlimit ones where the host has them. */
+const processLayers = (config: SandboxConfig.SandboxConfig, iso: Isolation): Array<LayerReport> => {
   const l = config.limits
   const bwrap = iso.bwrap !== undefined
-  const uid = iso.runAs?.uid ?? process.getuid?.()
   return [
     {
       layer: "scrubbed-environment",
@@ -120,7 +119,15 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
       detail: iso.prlimit !== undefined
         ? `${iso.prlimit}: address space (Node ${l.memoryMiB + NodeAddressSpaceExtraMiB} MiB with --max-old-space-size=${l.memoryMiB}, others ${l.memoryMiB} MiB), CPU ${l.cpuSeconds} s, ${l.openFiles} open files, ${l.processes} processes${iso.runAs === undefined && isRoot() ? " (not enforced: children run as root)" : ""}, files ≤ ${l.fileSizeMiB} MiB, no core dumps`
         : "prlimit (util-linux) not found: children run without address-space, CPU, open-file or process limits"
-    },
+    }
+  ]
+}
+
+/** The layers of bubblewrap (its namespaces, bounded storage, seccomp), the child's uid and the Python and Bash interpreters. */
+const containmentLayers = (config: SandboxConfig.SandboxConfig, iso: Isolation): Array<LayerReport> => {
+  const l = config.limits
+  const bwrap = iso.bwrap !== undefined
+  return [
     {
       layer: "bubblewrap",
       active: bwrap,
@@ -162,8 +169,16 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
       layer: "bash",
       active: iso.bash !== undefined,
       detail: iso.bash !== undefined ? `${iso.bash} --norc --noprofile` : `${config.bashPath} not found`
-    },
-    // what is not isolated
+    }
+  ]
+}
+
+/** What is not isolated, each with what that leaves open here (always inactive). */
+const missingLayers = (config: SandboxConfig.SandboxConfig, iso: Isolation): Array<LayerReport> => {
+  const l = config.limits
+  const bwrap = iso.bwrap !== undefined
+  const uid = iso.runAs?.uid ?? process.getuid?.()
+  return [
     {
       layer: "separate-kernel",
       active: false,
@@ -201,6 +216,13 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
     }
   ]
 }
+
+/** @since 0.1.0 @category reporting */
+export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Array<LayerReport> => [
+  ...processLayers(config, iso),
+  ...containmentLayers(config, iso),
+  ...missingLayers(config, iso)
+]
 
 /** Node reserves about 768 MiB of address space just to start (measured on Node 20). @since 0.1.0 @category constants */
 export const NodeAddressSpaceExtraMiB = 1024
@@ -242,12 +264,48 @@ export const nodeCommand = (
 
 const isRoot = () => typeof process.getuid === "function" && process.getuid() === 0
 
-const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
-  const runAs = config.runAs !== undefined && isRoot() ? config.runAs : undefined
-  const prlimit = findExecutable(["/usr/bin/prlimit", "/bin/prlimit"], ["--nofile=64", "--", "/bin/true"], runAs)
-  const permissionFlag = detectPermissionFlag(config.nodePath)
-  const nodeFlags = detectNodeFlags(config.nodePath)
-  const rootEntries = hostRootEntries([config.nodePath, config.pythonPath, config.bashPath])
+type RunAs = { readonly uid: number; readonly gid: number } | undefined
+
+/** Runs `bwrap … /bin/true` with the sandbox's layout (and with `withSeccomp`, the seccomp program on fd 3). */
+const tryBwrap = (
+  bwrapPath: string,
+  config: SandboxConfig.SandboxConfig,
+  rootEntries: ReadonlyArray<RootEntry>,
+  runAs: RunAs,
+  withSeccomp: boolean
+) => {
+  // the probe passes the program in a file it removes at once; children get it through a pipe
+  const file = withSeccomp ? writeSeccompProgram(config.tmpDir) : undefined
+  const fd = file !== undefined ? fs.openSync(file, "r") : undefined
+  try {
+    const args = [
+      ...bwrapArgs(rootEntries, {
+        tmpfsMiB: config.limits.tmpfsMiB,
+        workDirMiB: config.limits.workDirMiB,
+        mounts: [],
+        workDir: { inside: "/mnt/work", host: undefined },
+        seccomp: fd !== undefined
+      }),
+      "/bin/true"
+    ]
+    return spawnSync(bwrapPath, args, {
+      env: {},
+      stdio: fd !== undefined ? ["ignore", "ignore", "pipe", fd] : ["ignore", "ignore", "pipe"],
+      timeout: 10_000,
+      ...(runAs ?? {})
+    })
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd)
+    if (file !== undefined) fs.rmSync(path.dirname(file), { recursive: true, force: true })
+  }
+}
+
+/** Whether bubblewrap is usable here (with seccomp if it loads), and why not or what it gives. */
+const probeBwrap = (
+  config: SandboxConfig.SandboxConfig,
+  rootEntries: ReadonlyArray<RootEntry>,
+  runAs: RunAs
+): { readonly bwrap: string | undefined; readonly bwrapDetail: string; readonly seccomp: boolean } => {
   let bwrap: string | undefined
   let bwrapDetail: string | undefined
   let seccomp = false
@@ -257,65 +315,53 @@ const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
   } else if (bwrapPath === undefined) {
     bwrapDetail = "bwrap not found: children share the host's network, pids and file system view"
   } else {
-    const tryBwrap = (withSeccomp: boolean) => {
-      // the probe passes the program in a file it removes at once; children get it through a pipe
-      const file = withSeccomp ? writeSeccompProgram(config.tmpDir) : undefined
-      const fd = file !== undefined ? fs.openSync(file, "r") : undefined
-      try {
-        const args = [
-          ...bwrapArgs(rootEntries, {
-            tmpfsMiB: config.limits.tmpfsMiB,
-            workDirMiB: config.limits.workDirMiB,
-            mounts: [],
-            workDir: { inside: "/mnt/work", host: undefined },
-            seccomp: fd !== undefined
-          }),
-          "/bin/true"
-        ]
-        return spawnSync(bwrapPath, args, {
-          env: {},
-          stdio: fd !== undefined ? ["ignore", "ignore", "pipe", fd] : ["ignore", "ignore", "pipe"],
-          timeout: 10_000,
-          ...(runAs ?? {})
-        })
-      } finally {
-        if (fd !== undefined) fs.closeSync(fd)
-        if (file !== undefined) fs.rmSync(path.dirname(file), { recursive: true, force: true })
-      }
-    }
-    if (Seccomp.supported() && tryBwrap(true).status === 0) {
+    if (Seccomp.supported() && tryBwrap(bwrapPath, config, rootEntries, runAs, true).status === 0) {
       bwrap = bwrapPath
       seccomp = true
     } else {
-      const plain = tryBwrap(false)
+      const plain = tryBwrap(bwrapPath, config, rootEntries, runAs, false)
       if (plain.status === 0) bwrap = bwrapPath
       else bwrapDetail = `bwrap is installed but unusable here (${String(plain.stderr ?? plain.error).trim()})`
     }
     bwrapDetail ??= "mount, network, pid, ipc, uts and user namespaces; a new session; read-only /, /usr, /etc, /proc (no process can write another's memory through it) and /dev (a few device nodes only), a private /tmp tmpfs and working-directory tmpfs; the package directory read-only under /mnt; nothing else of the host file system (no /root, /home, /work, /var)"
   }
-  let python: PythonInfo | undefined
-  let pythonDetail: string
+  return { bwrap, bwrapDetail, seccomp }
+}
+
+/** The Python interpreter, if it starts and is 3.10 or later, and why not or how it runs. */
+const probePython = (config: SandboxConfig.SandboxConfig): { readonly python: PythonInfo | undefined; readonly pythonDetail: string } => {
   if (!isExecutable(config.pythonPath)) {
-    pythonDetail = `${config.pythonPath} not found: Python tools have no runner on this host`
-  } else {
-    const out = spawnSync(config.pythonPath, [
-      "-I",
-      "-S",
-      "-c",
-      "import sys; print(sys.version_info[0], sys.version_info[1], sys.implementation.cache_tag)"
-    ], { env: {}, encoding: "utf8", timeout: 10_000 })
-    const [major, minor, cacheTag] = String(out.stdout ?? "").trim().split(" ")
-    if (out.status !== 0 || major === undefined || minor === undefined || cacheTag === undefined) {
-      pythonDetail = `${config.pythonPath} did not start: ${String(out.stderr ?? out.error).trim()}`
-    } else if (Number(major) < 3 || (Number(major) === 3 && Number(minor) < 10)) {
-      pythonDetail = `${config.pythonPath} is ${major}.${minor}; Python tools need 3.10 or later`
-    } else {
-      python = { path: config.pythonPath, version: `${major}.${minor}`, cacheTag }
-      pythonDetail = `${config.pythonPath} ${major}.${minor} in isolated mode (-I${
-        config.pythonSite ? "" : " -S"
-      } -B): no user site, no PYTHON* variables, no script directory on sys.path`
-    }
+    return { python: undefined, pythonDetail: `${config.pythonPath} not found: Python tools have no runner on this host` }
   }
+  const out = spawnSync(config.pythonPath, [
+    "-I",
+    "-S",
+    "-c",
+    "import sys; print(sys.version_info[0], sys.version_info[1], sys.implementation.cache_tag)"
+  ], { env: {}, encoding: "utf8", timeout: 10_000 })
+  const [major, minor, cacheTag] = String(out.stdout ?? "").trim().split(" ")
+  if (out.status !== 0 || major === undefined || minor === undefined || cacheTag === undefined) {
+    return { python: undefined, pythonDetail: `${config.pythonPath} did not start: ${String(out.stderr ?? out.error).trim()}` }
+  }
+  if (Number(major) < 3 || (Number(major) === 3 && Number(minor) < 10)) {
+    return { python: undefined, pythonDetail: `${config.pythonPath} is ${major}.${minor}; Python tools need 3.10 or later` }
+  }
+  return {
+    python: { path: config.pythonPath, version: `${major}.${minor}`, cacheTag },
+    pythonDetail: `${config.pythonPath} ${major}.${minor} in isolated mode (-I${
+      config.pythonSite ? "" : " -S"
+    } -B): no user site, no PYTHON* variables, no script directory on sys.path`
+  }
+}
+
+const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
+  const runAs = config.runAs !== undefined && isRoot() ? config.runAs : undefined
+  const prlimit = findExecutable(["/usr/bin/prlimit", "/bin/prlimit"], ["--nofile=64", "--", "/bin/true"], runAs)
+  const permissionFlag = detectPermissionFlag(config.nodePath)
+  const nodeFlags = detectNodeFlags(config.nodePath)
+  const rootEntries = hostRootEntries([config.nodePath, config.pythonPath, config.bashPath])
+  const { bwrap, bwrapDetail, seccomp } = probeBwrap(config, rootEntries, runAs)
+  const { python, pythonDetail } = probePython(config)
   const bash = isExecutable(config.bashPath) ? config.bashPath : undefined
   return {
     permissionFlag,
