@@ -63,35 +63,49 @@ const offProcessExit = (hook: () => void): void => {
   if (exitHooks.delete(hook) && exitHooks.size === 0) process.removeListener("exit", runExitHooks)
 }
 
-/**
- * A runner for every language this host can run. Throws core's `ConfigError` for options out of
- * range.
- *
- * @since 0.1.0 @category constructors
- */
-export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
-  const config = SandboxConfig.make(options)
-  const iso = Isolation.detect(config)
-  const pool = new WarmPool(config.maximumRuntimeEnvironments)
-  const ctx = new RunnerContext(config, iso, pool)
+/** The languages this host can run: Node's always, Python's and Bash's where their interpreters were found. */
+const languagesOf = (iso: Isolation.Isolation): Array<CodeRunner.CodeSource["language"]> => {
   const languages: Array<CodeRunner.CodeSource["language"]> = [...NodeRunner.languages]
   if (iso.python !== undefined) languages.push(...PythonRunner.languages)
   if (iso.bash !== undefined) languages.push(...BashRunner.languages)
-  const onExit = () => {
-    void pool.close(0)
-    ctx.dirs.removeSync(ctx.dirs.root)
+  return languages
+}
+
+const closedError = (source: CodeRunner.CodeSource) =>
+  new HarnessError.PackageError({ name: source.toolName, reason: "NoRunner", detail: "the sandbox runner is closed" })
+
+/** Activates a package on the runner of its language. */
+const start = (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<Activated> => {
+  switch (source.language) {
+    case "javascript":
+    case "typescript":
+      return NodeRunner.activate(ctx, source)
+    case "python":
+      return PythonRunner.activate(ctx, source)
+    case "bash":
+      return BashRunner.activate(ctx, source)
+    default:
+      return Promise.reject(
+        new HarnessError.PackageError({
+          name: source.toolName,
+          reason: "NoRunner",
+          detail: `no runner for language '${String(source.language)}' on this host`
+        })
+      )
   }
-  onProcessExit(onExit)
-  let closing: Promise<void> | undefined
+}
+
+/**
+ * The runner's live activations by id: `activate`, `invoke` and `release` as core's `CodeRunner`
+ * has them, and `closeAll`, which closes every activation and forgets them (the runner closing).
+ */
+const activationTable = (ctx: RunnerContext, pool: WarmPool) => {
   const activations = new Map<string, Activation>()
   /** Ids of activations under way, so an id is live at most once. */
   const activating = new Set<string>()
 
-  const closed = (source: CodeRunner.CodeSource) =>
-    new HarnessError.PackageError({ name: source.toolName, reason: "NoRunner", detail: "the sandbox runner is closed" })
-
   const activate = async (source: CodeRunner.CodeSource, host: CodeRunner.CallHost): Promise<CodeRunner.CodeToolMetadata> => {
-    if (pool.isClosed) throw closed(source)
+    if (pool.isClosed) throw closedError(source)
     if (activations.has(source.activationId) || activating.has(source.activationId)) {
       throw new HarnessError.PackageError({
         name: source.toolName,
@@ -102,39 +116,19 @@ export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
     let version: Activated
     activating.add(source.activationId)
     try {
-      version = await start(source)
+      version = await start(ctx, source)
     } catch (error) {
       // closing removed what the activation was writing, or killed its child
-      throw pool.isClosed ? closed(source) : error
+      throw pool.isClosed ? closedError(source) : error
     } finally {
       activating.delete(source.activationId)
     }
     if (pool.isClosed) {
       version.discard()
-      throw closed(source)
+      throw closedError(source)
     }
     activations.set(source.activationId, { version, host })
     return version.metadata
-  }
-
-  const start = (source: CodeRunner.CodeSource): Promise<Activated> => {
-    switch (source.language) {
-      case "javascript":
-      case "typescript":
-        return NodeRunner.activate(ctx, source)
-      case "python":
-        return PythonRunner.activate(ctx, source)
-      case "bash":
-        return BashRunner.activate(ctx, source)
-      default:
-        return Promise.reject(
-          new HarnessError.PackageError({
-            name: source.toolName,
-            reason: "NoRunner",
-            detail: `no runner for language '${String(source.language)}' on this host`
-          })
-        )
-    }
   }
 
   const invoke = (invocation: CodeRunner.Invocation, signal: AbortSignal | undefined): Promise<unknown> => {
@@ -158,6 +152,33 @@ export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
     return activation.version.release()
   }
 
+  const closeAll = (): void => {
+    for (const activation of activations.values()) activation.version.close()
+    activations.clear()
+  }
+
+  return { activate, invoke, release, closeAll }
+}
+
+/**
+ * A runner for every language this host can run. Throws core's `ConfigError` for options out of
+ * range.
+ *
+ * @since 0.1.0 @category constructors
+ */
+export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
+  const config = SandboxConfig.make(options)
+  const iso = Isolation.detect(config)
+  const pool = new WarmPool(config.maximumRuntimeEnvironments)
+  const ctx = new RunnerContext(config, iso, pool)
+  const languages = languagesOf(iso)
+  const onExit = () => {
+    void pool.close(0)
+    ctx.dirs.removeSync(ctx.dirs.root)
+  }
+  onProcessExit(onExit)
+  let closing: Promise<void> | undefined
+  const { activate, invoke, release, closeAll } = activationTable(ctx, pool)
   return {
     languages,
     activate,
@@ -168,8 +189,7 @@ export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
     processes: () => markedProcesses(`${ctx.id}:`),
     close: () => {
       if (closing !== undefined) return closing
-      for (const activation of activations.values()) activation.version.close()
-      activations.clear()
+      closeAll()
       closing = pool.close().then(() => untilGone(`${ctx.id}:`)).then(() => {
         offProcessExit(onExit)
         ctx.dirs.removeSync(ctx.dirs.root)
