@@ -5,33 +5,21 @@
  * reads the typed errors of a missing tool, bad arguments and an unknown kind, and pages its
  * profile, against a real `Sessions` host.
  */
-import { NatsServer } from "@jitbox/testing"
 import { execFile } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { add } from "../packages/core/test/fixtures.js"
-import { type BaseToolHost, startBaseToolHost } from "../packages/nats/test/fixtures/baseToolHost.js"
+import { useBaseToolHost } from "../packages/nats/test/fixtures/baseToolHost.js"
 
 const script = fileURLToPath(new URL("fixtures/protocol_client.py", import.meta.url))
 const namespace = "pyclient"
 
-let server: NatsServer.Handle | undefined
-let host: BaseToolHost | undefined
-
-beforeAll(async () => {
-  server = await NatsServer.start()
-  host = await startBaseToolHost({ server: server.url, namespace, tools: [add] })
-})
-
-afterAll(async () => {
-  await host?.close()
-  await server?.close()
-})
+const serverUrl = useBaseToolHost(namespace, [add])
 
 describe("a Python client written from docs/protocol.md", () => {
   it("activates a session, calls a tool, reads typed errors and a profile page", async () => {
-    const { stdout } = await promisify(execFile)("python3", [script, server!.url, namespace, "py1"], { timeout: 60_000 }).catch((error: { stdout?: string; stderr?: string }) => {
+    const { stdout } = await promisify(execFile)("python3", [script, serverUrl(), namespace, "py1"], { timeout: 60_000 }).catch((error: { stdout?: string; stderr?: string }) => {
       throw new Error(`the Python client failed:\n${error.stdout ?? ""}\n${error.stderr ?? ""}`)
     })
     const steps = stdout.trim().split("\n").map((line) => JSON.parse(line) as { step: string; result: Record<string, unknown> })

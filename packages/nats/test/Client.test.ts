@@ -7,30 +7,21 @@
 import { HarnessError } from "@jitbox/core"
 import { TransportError } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { add, twiceSource } from "../../core/test/fixtures.js"
-import { type BaseToolHost, startBaseToolHost } from "./fixtures/baseToolHost.js"
+import { useBaseToolHost } from "./fixtures/baseToolHost.js"
 import { connect } from "../src/index.js"
 
 const namespace = "clienttest"
 
-let server: NatsServer.Handle | undefined
-let host: BaseToolHost | undefined
-beforeAll(async () => {
-  server = await NatsServer.start()
-  host = await startBaseToolHost({ server: server.url, namespace, tools: [add] })
-})
-afterAll(async () => {
-  await host?.close()
-  await server?.close()
-})
+const serverUrl = useBaseToolHost(namespace, [add])
 
 const rejectionOf = (promise: Promise<unknown>): Promise<unknown> =>
   promise.then((value) => Promise.reject(new Error(`expected a rejection, got ${JSON.stringify(value)}`)), (error: unknown) => error)
 
 describe("connect", () => {
   it("a session driven through the client: create_tool, callTool, listTools; a missing tool rejects ToolNotFound itself", async () => {
-    const jitbox = await connect({ servers: server!.url, namespace, timeoutMs: 10_000 })
+    const jitbox = await connect({ servers: serverUrl(), namespace, timeoutMs: 10_000 })
     try {
       const session = jitbox.session("s1")
       expect(await session.callTool("create_tool", { entrypoint: "twice", source: twiceSource })).toMatchObject({ name: "twice", status: "loaded" })
@@ -53,7 +44,7 @@ describe("connect", () => {
   })
 
   it("close drains the connection: a later call rejects TransportError Closed", async () => {
-    const jitbox = await connect({ servers: server!.url, namespace })
+    const jitbox = await connect({ servers: serverUrl(), namespace })
     const session = jitbox.session("s1")
     await jitbox.close()
     const closed = await rejectionOf(session.callTool("add", { left: 1, right: 1 }))
@@ -63,12 +54,12 @@ describe("connect", () => {
 
   it("a bad namespace or option rejects with ConfigError itself", async () => {
     const cases = [
-      [{ servers: server!.url, namespace: "not.a.namespace" }, "namespace"],
-      [{ servers: server!.url, namespace: "" }, "namespace"],
+      [{ servers: serverUrl(), namespace: "not.a.namespace" }, "namespace"],
+      [{ servers: serverUrl(), namespace: "" }, "namespace"],
       [{ servers: [], namespace }, "servers"],
-      [{ servers: server!.url, namespace, timeoutMs: 0 }, "timeoutMs"],
-      [{ servers: server!.url, namespace, connectTimeoutMs: Number.NaN }, "connectTimeoutMs"],
-      [{ servers: server!.url, namespace, maxReconnectAttempts: -2 }, "maxReconnectAttempts"]
+      [{ servers: serverUrl(), namespace, timeoutMs: 0 }, "timeoutMs"],
+      [{ servers: serverUrl(), namespace, connectTimeoutMs: Number.NaN }, "connectTimeoutMs"],
+      [{ servers: serverUrl(), namespace, maxReconnectAttempts: -2 }, "maxReconnectAttempts"]
     ] as const
     for (const [options, option] of cases) {
       const error = await rejectionOf(connect(options))
@@ -86,7 +77,7 @@ describe("connect", () => {
   })
 
   it("TLS asked of a server without it rejects with TransportError Connect", async () => {
-    const error = await rejectionOf(connect({ servers: server!.url, namespace, tls: {}, connectTimeoutMs: 2_000 }))
+    const error = await rejectionOf(connect({ servers: serverUrl(), namespace, tls: {}, connectTimeoutMs: 2_000 }))
     expect(error).toMatchObject({ _tag: "TransportError", reason: "Connect" })
   })
 })

@@ -189,7 +189,7 @@ const handler = (parts: Parts, language: CodeLanguage, slots: Slots.Slots | unde
       const entry = parts.activations.get(message, environment)
       return message.kind === "activate"
         ? entry.ready.then((metadata) => Protocol.reply(WorkerProtocol.worker.activate, metadata, `the metadata of '${message.toolName}'`, subject))
-        : parts.invocations.run(message, entry, parts.activations, request.signal, subject, request.headers)
+        : parts.invocations.run({ request: message, entry, activations: parts.activations, drained: request.signal, subject, headers: request.headers })
     }).catch(failed(message.toolName))
   // its caller runs here and waits for it: it takes no slot (the responder bounds these)
   if (message.kind === "invoke" && message.parentCallId !== null && parts.invocations.has(message.sessionId, message.parentCallId)) return work()

@@ -102,7 +102,7 @@ describe("worker and runner on TestClock", () => {
       const entry = { activationId: "a1", ready: Promise.resolve({}), inflight: 0, settled: true }
       const request: WorkerProtocol.Invocation = { ...activation, args: {}, callId: "call_1", parentCallId: null, depth: 0, withinChange: false, timeoutMs: 500 }
       const run = yield* Effect.fork(Effect.either(Effect.tryPromise(() =>
-        invocations.run(request, entry, activations, new AbortController().signal, "subject", {})
+        invocations.run({ request, entry, activations, drained: new AbortController().signal, subject: "subject", headers: {} })
       )))
       yield* tick
       assert.strictEqual(invocations.size(), 1)

@@ -66,15 +66,19 @@ export interface Options {
   readonly onInvocation: ((invocation: Finished) => void) | undefined
 }
 
+/** One invocation to run: the request, its activation, and what the worker's serving knows of it. */
+export interface Run {
+  readonly request: WorkerProtocol.Invocation
+  readonly entry: Activation
+  readonly activations: Activations
+  /** Aborts when the worker drains past its grace. */
+  readonly drained: AbortSignal
+  readonly subject: string
+  readonly headers: Transport.Headers
+}
+
 export interface Invocations {
-  readonly run: (
-    request: WorkerProtocol.Invocation,
-    entry: Activation,
-    activations: Activations,
-    drained: AbortSignal,
-    subject: string,
-    headers: Transport.Headers
-  ) => Promise<string>
+  readonly run: (run: Run) => Promise<string>
   /** Whether the call runs here (its nested calls take no slot). */
   readonly has: (sessionId: string, callId: string) => boolean
   readonly size: () => number
@@ -105,12 +109,7 @@ const finish = (options: Options, request: WorkerProtocol.Invocation, outcome: F
 /** Runs one invocation in its activation and answers the reply text; it is in the running table while it runs. */
 const runOne = async (
   { clock, options, running }: Table,
-  request: WorkerProtocol.Invocation,
-  entry: Activation,
-  activations: Activations,
-  drained: AbortSignal,
-  subject: string,
-  headers: Transport.Headers
+  { activations, drained, entry, headers, request, subject }: Run
 ): Promise<string> => {
   activations.hold(entry)
   const runningKey = key(request.sessionId, request.callId)
@@ -213,8 +212,7 @@ export const make = (options: Options): Effect.Effect<Invocations, TransportErro
 
     const table: Table = { options, transport, clock, running }
     const hostFor = (sessionId: Ids.SessionId) => nestedHost(table, sessionId)
-    const run: Invocations["run"] = (request, entry, activations, drained, subject, headers) =>
-      runOne(table, request, entry, activations, drained, subject, headers)
+    const run: Invocations["run"] = (invocation) => runOne(table, invocation)
 
     const calls = () => {
       const bySession = new Map<Ids.SessionId, Array<string>>()
