@@ -28,6 +28,7 @@
  */
 import { HarnessError, JitToolEvent } from "@jitbox/core"
 import * as Either from "effect/Either"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -52,10 +53,14 @@ export interface RemoteSessionOptions {
   readonly timeoutMs?: number | undefined
   /** Read at each `callTool`: headers carrying the caller's trace context (they parent spans and decide nothing). */
   readonly traceHeaders?: (() => Transport.Headers | undefined) | undefined
+  /** The clock a request's deadline is measured by (default: the system clock; `make` passes the context's `Clock`). */
+  readonly clock?: Clock.Clock | undefined
 }
 
 /** @since 0.1.0 @category constants */
 export const defaults = { timeoutMs: 30_000 } as const
+
+const systemClock = Clock.make()
 
 /**
  * The Promise facade: every method rejects with a `WireError`. Its application API is the session
@@ -76,6 +81,7 @@ export class RemoteSession implements SessionApi {
   private readonly manage: Subject.Subject
   private readonly activation: Subject.Subject
   private readonly timeoutMs: number
+  private readonly clock: Clock.Clock
   private readonly activateMessage: string
   private readonly traceHeaders: (() => Transport.Headers | undefined) | undefined
 
@@ -89,6 +95,7 @@ export class RemoteSession implements SessionApi {
     this.manage = Subject.sessionManage(options.prefix, this.sessionId)
     this.activation = Subject.sessionsActivate(options.prefix)
     this.timeoutMs = options.timeoutMs ?? defaults.timeoutMs
+    this.clock = options.clock ?? systemClock
     this.activateMessage = Envelope.encode("activate", { session_id: this.sessionId })
     this.traceHeaders = options.traceHeaders
     const invoke = Protocol.client(SessionProtocol.manage, () => this.manage, (_kind, payload) => this.send(this.manage, payload, this.timeoutMs, undefined))
@@ -107,9 +114,9 @@ export class RemoteSession implements SessionApi {
     signal: AbortSignal | undefined,
     headers?: Transport.Headers
   ): Promise<Transport.Message> {
-    const deadline = Date.now() + timeoutMs
+    const deadline = this.clock.unsafeCurrentTimeMillis() + timeoutMs
     const request = (to: Subject.Subject, body: string) =>
-      this.transport.request(to, body, { timeoutMs: Math.max(1, deadline - Date.now()), signal, headers: to === subject ? headers : undefined })
+      this.transport.request(to, body, { timeoutMs: Math.max(1, deadline - this.clock.unsafeCurrentTimeMillis()), signal, headers: to === subject ? headers : undefined })
     try {
       return await request(subject, payload)
     } catch (error) {
@@ -202,14 +209,14 @@ export class RemoteSession implements SessionApi {
 }
 
 /**
- * A client of the session `sessionId` on the transport in the context; a bad id fails with `ConfigError`.
+ * A client of the session `sessionId` on the transport and the clock in the context; a bad id fails with `ConfigError`.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = (sessionId: string, options: RemoteSessionOptions): Effect.Effect<RemoteSession, HarnessError.ConfigError, Transport.Transport> =>
-  Effect.flatMap(Transport.Transport, (transport) =>
-    Effect.try({ try: () => new RemoteSession(transport, sessionId, options), catch: (error) => error as HarnessError.ConfigError }))
+  Effect.flatMap(Effect.all([Transport.Transport, Effect.clock]), ([transport, clock]) =>
+    Effect.try({ try: () => new RemoteSession(transport, sessionId, { clock, ...options }), catch: (error) => error as HarnessError.ConfigError }))
 
 const lift = <A>(f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, WireError.WireError> =>
   Effect.tryPromise({ try: f, catch: (error) => error }).pipe(
