@@ -108,7 +108,7 @@ describe("fault: the coordinator restarted", () => {
 
       const first = yield* coordinatorProcess(server!.url, namespace, profiles)
       const a = yield* session("a", 3)
-      const b = yield* session("b", 10)
+      const b = yield* session("b", 12)
       assert.deepStrictEqual([a.leased.lease().slots, b.leased.lease().slots], [2, 1], "a takes the 2 slots it asks for, b the one left")
       yield* created(a.harness)
       yield* created(b.harness)
@@ -135,9 +135,14 @@ describe("fault: the coordinator restarted", () => {
       assert.strictEqual(renewed.id, bLease.id)
       assert.isAbove(renewed.expiresAt, bLease.expiresAt)
       assert.strictEqual(renewed.slots, 2)
-      // The 2 slots b holds still count: a new session of the profile gets the one left.
+      // The 2 slots b holds still count: while b's calls run on them, a new session of the profile
+      // gets the one left. (An idle b gives its slots back after retryMs, so they are held busy.)
+      const busy = Promise.all(run(b.harness, "b", 2))
+      for (let i = 0; i < 200 && (inside.get("b") ?? 0) < 2; i++) yield* Effect.sleep(25)
+      assert.strictEqual(inside.get("b"), 2, "b's two calls run at once")
       const c = yield* session("c", 10)
       assert.strictEqual(c.leased.lease().slots, profileSlots - 2)
+      yield* Effect.promise(() => busy)
       yield* created(c.harness)
       yield* Effect.promise(() => Promise.all([...run(b.harness, "b", 2), ...run(c.harness, "c", 2)]))
       assert.isTrue(together.has("b+c"), "b and c ran at the same time")
@@ -148,9 +153,9 @@ describe("fault: the coordinator restarted", () => {
       yield* created(again.harness)
       const exhausted = (yield* rejection(again.harness.callTool("held", { who: "a" }))) as { _tag?: string; reason?: string }
       assert.deepStrictEqual([exhausted._tag, exhausted.reason], ["ToolRejected", "BudgetExhausted"])
-      // b reports its 8 calls to the new coordinator when it ends; admitted anew it has 2 left of 10.
+      // b reports its 10 calls to the new coordinator when it ends; admitted anew it has 2 left of 12.
       yield* b.close
-      const bAgain = yield* session("b", 10)
+      const bAgain = yield* session("b", 12)
       assert.strictEqual(bAgain.leased.lease().invocations, 2)
 
       assert.isAtMost(most, profileSlots, `at most ${profileSlots} calls of the profile ran at once, counted in the calls`)
