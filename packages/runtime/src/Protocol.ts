@@ -21,7 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as Envelope from "./Envelope.js"
-import { attempt } from "./internal/replies.js"
+import { attempt, okValue } from "./internal/replies.js"
 import type * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
 import * as WireError from "./WireError.js"
@@ -145,10 +145,7 @@ const encodeRequest = (t: Table, kind: string, payload: unknown, subject: string
  * @category encoding
  */
 export const reply = (op: Operation, value: unknown, what: string, subject: string): string => {
-  if (op.value === true) {
-    const json = Envelope.encodeValue(value, what, subject)
-    return Either.isLeft(json) ? Envelope.error(json.left) : Envelope.ok(json.right)
-  }
+  if (op.value === true) return okValue(value, what, subject)
   const encoded = Envelope.encoderOf(op.success)(value)
   if (Either.isLeft(encoded)) {
     return Envelope.error(new TransportError({ reason: "Unknown", subject, detail: `${what}: the answer does not encode (${ParseIssues.describe(encoded.left, { root: "the value" })})` }))

@@ -229,14 +229,20 @@ export const isPattern = (value: string): value is Pattern => {
  * @since 0.1.0
  * @category refinements
  */
-export const matches = (pattern: string, subject: string): boolean => {
-  const want = pattern.split(".")
-  const have = subject.split(".")
-  for (let i = 0; i < want.length; i++) {
-    const token = want[i]!
-    if (token === ">") return have.length > i
-    if (i >= have.length) return false
-    if (token !== "*" && token !== have[i]) return false
+export const matches = (pattern: string, subject: string): boolean => matchesTokens(pattern.split("."), subject.split("."))
+
+/**
+ * `matches` on a pattern and a subject already split into their tokens.
+ *
+ * @since 0.1.0
+ * @category refinements
+ */
+export const matchesTokens = (pattern: ReadonlyArray<string>, subject: ReadonlyArray<string>): boolean => {
+  for (let i = 0; i < pattern.length; i++) {
+    const token = pattern[i]!
+    if (token === ">") return subject.length > i
+    if (i >= subject.length) return false
+    if (token !== "*" && token !== subject[i]) return false
   }
-  return want.length === have.length
+  return pattern.length === subject.length
 }

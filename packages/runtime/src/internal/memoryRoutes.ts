@@ -24,16 +24,6 @@ export const copy = (headers: Headers | undefined): Headers => headers === undef
 
 export const closedError = (subject: string) => new TransportError({ reason: "Closed", subject, detail: "the in-memory transport is closed" })
 
-const matchTokens = (pattern: ReadonlyArray<string>, subject: ReadonlyArray<string>): boolean => {
-  for (let i = 0; i < pattern.length; i++) {
-    const token = pattern[i]!
-    if (token === ">") return subject.length > i
-    if (i >= subject.length) return false
-    if (token !== "*" && token !== subject[i]) return false
-  }
-  return pattern.length === subject.length
-}
-
 /** One member of each queue group, and every member outside a group. */
 const receiversOf = (members: ReadonlyArray<Member>): Array<Member> => {
   const receivers: Array<Member> = []
@@ -61,7 +51,7 @@ export class MemoryRoutes {
     if (exact !== undefined) for (const member of exact) found.push(member)
     if (this.wildcard.size > 0) {
       const tokens = subject.split(".")
-      for (const member of this.wildcard) if (matchTokens(member.tokens!, tokens)) found.push(member)
+      for (const member of this.wildcard) if (Subject.matchesTokens(member.tokens!, tokens)) found.push(member)
     }
     return found
   }
