@@ -225,17 +225,17 @@ describe("docs/protocol.md names every error, operation, kind and event", () => 
 
   it.each(CoordinatorProtocol.kinds.map((op) => [op]))("coordinator operation %s has its subject and an example", (op) => {
     expect(doc.includes(`\`<p>.coordinator.${op}\``), `docs/protocol.md does not name <p>.coordinator.${op}`).toBe(true)
-    expect(doc.includes(`{"v":1,"kind":"${op}"`), `docs/protocol.md has no example of ${op}`).toBe(true)
+    expect(doc.includes(`{"v":2,"kind":"${op}"`), `docs/protocol.md has no example of ${op}`).toBe(true)
   })
 
   it.each(tableOperations())("%s: the operation %s and every field of its request (as the wire spells it) are on the page", (_table, kind, fields) => {
-    expect(doc.includes(`{"v":1,"kind":"${kind}"`), `docs/protocol.md has no example of ${kind}`).toBe(true)
+    expect(doc.includes(`{"v":2,"kind":"${kind}"`), `docs/protocol.md has no example of ${kind}`).toBe(true)
     const missing = fields.filter((field) => !doc.includes(`"${field}"`) && !doc.includes(`\`${field}\``))
     expect(missing, `docs/protocol.md never names these fields of ${kind}`).toEqual([])
   })
 
   it.each([...new Set(kinds())].map((kind) => [kind]))("message kind %s has an example", (kind) => {
-    expect(doc.includes(`{"v":1,"kind":"${kind}"`), `docs/protocol.md has no example of kind ${kind}`).toBe(true)
+    expect(doc.includes(`{"v":2,"kind":"${kind}"`), `docs/protocol.md has no example of kind ${kind}`).toBe(true)
   })
 
   it.each(JitToolEvent.JitToolEvent.members.map((member) => [literalsOf(member.fields.name)[0]!]))("event %s is described", (name) => {
@@ -334,7 +334,7 @@ const check = (value: Record<string, unknown>): string | undefined => {
     const schema = discoveryResponses[value.type]
     return schema === undefined ? `unknown discovery answer ${value.type}` : decodes(schema, value)
   }
-  if (value.v !== 1 || typeof value.kind !== "string") return "not an envelope {\"v\":1,\"kind\":…}"
+  if (value.v !== 2 || typeof value.kind !== "string") return "not an envelope {\"v\":2,\"kind\":…}"
   const kind = value.kind
   switch (kind) {
     case "ok":
@@ -388,7 +388,7 @@ describe("docs/protocol.md examples are real messages", () => {
 
   it("a coordinator accepts every coordinator request of the page (its decoder; what it then answers does not matter)", async () => {
     const requests = all.filter((example) =>
-      example.value.v === 1 && (CoordinatorProtocol.kinds as ReadonlyArray<unknown>).includes(example.value.kind)
+      example.value.v === 2 && (CoordinatorProtocol.kinds as ReadonlyArray<unknown>).includes(example.value.kind)
     )
     expect(new Set(requests.map((example) => example.value.kind))).toEqual(new Set(CoordinatorProtocol.kinds))
     const namespace = Ids.namespace("demo")
@@ -413,7 +413,7 @@ describe("docs/protocol.md examples are real messages", () => {
     })))
     const refused = answers.filter(({ reply }) => {
       const error = isRecord(reply) && isRecord(reply.error) ? reply.error : undefined
-      return error?._tag === "TransportError" && error.reason === "Decode"
+      return error?._tag === "ProtocolError" && error.reason === "Decode"
     })
     expect(refused.map(({ line, reply }) => `docs/protocol.md:${line}: ${JSON.stringify(reply)}`)).toEqual([])
   })

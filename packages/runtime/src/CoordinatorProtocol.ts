@@ -21,6 +21,7 @@ import * as Schema from "effect/Schema"
 import * as Ids from "./Ids.js"
 import { LedgerError } from "./Ledger.js"
 import * as Protocol from "./Protocol.js"
+import { ProtocolError } from "./ProtocolError.js"
 import { TransportError } from "./TransportError.js"
 import * as WorkerCapacity from "./WorkerCapacity.js"
 
@@ -35,7 +36,7 @@ export class AdmissionError extends Schema.TaggedError<AdmissionError>()("Admiss
 }
 
 /** What a coordinator request can fail with, on the wire. @since 0.1.0 @category schemas */
-export const CoordinatorError = Schema.Union(AdmissionError, HarnessError.ConfigError, LedgerError, TransportError)
+export const CoordinatorError = Schema.Union(AdmissionError, HarnessError.ConfigError, LedgerError, ProtocolError, TransportError)
 
 /** @since 0.1.0 @category models */
 export type CoordinatorError = typeof CoordinatorError.Type

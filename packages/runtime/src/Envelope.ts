@@ -2,20 +2,21 @@
  * The envelope every runtime message travels in: one UTF-8 JSON object whose `v` is the protocol
  * version and whose `kind` says what it is. `SessionProtocol` gives the schema of each kind.
  *
- *     {"v":1,"kind":"call","name":"add","call_id":"toolu_01","args":{"left":1,"right":2}}
- *     {"v":1,"kind":"ok","value":3}
- *     {"v":1,"kind":"error","error":{"name":"ad","_tag":"ToolNotFound","message":"no tool named 'ad' exists in this harness"}}
+ *     {"v":2,"kind":"call","name":"add","call_id":"toolu_01","args":{"left":1,"right":2}}
+ *     {"v":2,"kind":"ok","value":3}
+ *     {"v":2,"kind":"error","error":{"name":"ad","_tag":"ToolNotFound","message":"no tool named 'ad' exists in this harness"}}
  *
- * Version rule: a field a reader may ignore can be added within version 1; anything that changes
- * what an existing field or kind means takes version 2. A reader answers a version it does not
- * speak with a `Decode` error naming both.
+ * Version rule: a field a reader may ignore can be added within a version; anything that changes
+ * what an existing field, kind or error means takes the next version. A reader answers a version it
+ * does not speak with a `ProtocolError` `Version` naming both. Version 2 told protocol failures
+ * (`ProtocolError`) and lost invocations (`RemoteExecutionError`) apart from `TransportError`.
  *
  * Everything read from the wire is bounded before it is trusted: its size by the transport's
  * `max_payload`, its nesting depth here (before `JSON.parse`, whose recursion a deep value would
  * exhaust), and tool arguments and results by JT-LIM-02 (at most 256 KiB of JSON each). A value
  * over those bounds, or one that is not JSON, is refused with a `TransportError` before anything
  * is sent: `PayloadTooLarge` for the bounds, `InvalidArgument` for a value JSON cannot carry. A
- * message that does not decode is a `TransportError` with reason `Decode`. Each of these answers
+ * message that does not decode is a `ProtocolError`. Each of these answers
  * an `Either` (a plain object, checked with `Either.isLeft`): the error on the left, the value on
  * the right.
  *
@@ -26,11 +27,12 @@ import { Protocol } from "@jitbox/sandbox"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { ProtocolError } from "./ProtocolError.js"
 import { TransportError } from "./TransportError.js"
 import * as WireError from "./WireError.js"
 
 /** The protocol version this runtime speaks. @since 0.1.0 @category constants */
-export const version = 1
+export const version = 2
 
 /** @since 0.1.0 @category constants */
 export const limits = {
@@ -44,7 +46,7 @@ export const limits = {
 
 const decoder = new TextDecoder("utf-8", { fatal: true })
 
-const decodeError = (subject: string, detail: string) => new TransportError({ reason: "Decode", subject, detail })
+const decodeError = (subject: string, detail: string) => new ProtocolError({ reason: "Decode", subject, detail })
 
 /**
  * A tool's arguments or result as JSON, bounded by JT-LIM-02 and the depth bound, on the right; on
@@ -105,21 +107,21 @@ export const withValue = (kind: string, fields: Record<string, unknown>, field: 
   return json === undefined ? head : `${head.slice(0, -1)},${JSON.stringify(field)}:${json}}`
 }
 
-/** `{"v":1,"kind":"ok","value":…}`. @since 0.1.0 @category encoding */
+/** `{"v":2,"kind":"ok","value":…}`. @since 0.1.0 @category encoding */
 export const ok = (json?: string): string => withValue("ok", {}, "value", json)
 
-/** `{"v":1,"kind":"error","error":{…}}`. @since 0.1.0 @category encoding */
+/** `{"v":2,"kind":"error","error":{…}}`. @since 0.1.0 @category encoding */
 export const error = (wireError: WireError.WireError): string => encode("error", { error: WireError.encode(wireError) })
 
 /**
  * Parses a message's bytes into a JSON object with `v` equal to this version, on the right. On the
- * left, a `Decode` error: invalid UTF-8, JSON nested deeper than any message may be, JSON that
- * does not parse, anything but an object, and another version.
+ * left, a `ProtocolError`: `Decode` for invalid UTF-8, JSON nested deeper than any message may be, JSON that
+ * does not parse and anything but an object, `Version` for another version.
  *
  * @since 0.1.0
  * @category decoding
  */
-export const parse = (data: Uint8Array, subject: string): Either.Either<Record<string, unknown>, TransportError> => {
+export const parse = (data: Uint8Array, subject: string): Either.Either<Record<string, unknown>, ProtocolError> => {
   let text: string
   try {
     text = decoder.decode(data)
@@ -141,27 +143,31 @@ export const parse = (data: Uint8Array, subject: string): Either.Either<Record<s
   const v = (parsed as { v?: unknown }).v
   if (v !== version) {
     return Either.left(
-      decodeError(subject, `the message is of protocol version ${JSON.stringify(v) ?? "(none)"}; this runtime speaks version ${version}`)
+      new ProtocolError({
+        reason: "Version",
+        subject,
+        detail: `the message is of protocol version ${(JSON.stringify(v) ?? "(none)").slice(0, 20)}; this runtime speaks version ${version}`
+      })
     )
   }
   return Either.right(parsed as Record<string, unknown>)
 }
 
 /**
- * Parses and decodes a message with `schema`: the message on the right, or on the left a `Decode`
- * error (from `parse`, or naming the first field at fault).
+ * Parses and decodes a message with `schema`: the message on the right, or on the left a
+ * `ProtocolError` (from `parse`, or `Decode` naming the first field at fault).
  *
  * @since 0.1.0
  * @category decoding
  */
-export const decode = <A, I>(schema: Schema.Schema<A, I>, data: Uint8Array, subject: string): Either.Either<A, TransportError> => {
+export const decode = <A, I>(schema: Schema.Schema<A, I>, data: Uint8Array, subject: string): Either.Either<A, ProtocolError> => {
   const parsed = parse(data, subject)
   return Either.isLeft(parsed) ? Either.left(parsed.left) : decodeParsed(schema, parsed.right, subject)
 }
 
 /**
  * Parses a message and decodes it with the schema of its `kind` among `members`: the message on
- * the right, or on the left a `Decode` error (an unknown kind's lists the known ones).
+ * the right, or on the left a `ProtocolError` (an unknown kind's lists the known ones).
  *
  * @since 0.1.0
  * @category decoding
@@ -170,7 +176,7 @@ export const decodeKind = <const M extends Record<string, Schema.Schema<any, any
   members: M,
   data: Uint8Array,
   subject: string
-): Either.Either<Schema.Schema.Type<M[keyof M]>, TransportError> => {
+): Either.Either<Schema.Schema.Type<M[keyof M]>, ProtocolError> => {
   const parsed = parse(data, subject)
   if (Either.isLeft(parsed)) return Either.left(parsed.left)
   const kind = parsed.right.kind
@@ -218,13 +224,13 @@ export const encoderOf = <A, I>(schema: Schema.Schema<A, I>): (u: unknown) => Ei
   memo(encoders, schema, () => Schema.encodeUnknownEither(schema)) as (u: unknown) => Either.Either<I, ParseResult.ParseError>
 
 /**
- * Decodes a parsed message with `schema`: the message on the right, or on the left a `Decode`
- * error naming the first field at fault.
+ * Decodes a parsed message with `schema`: the message on the right, or on the left a
+ * `ProtocolError` `Decode` naming the first field at fault.
  *
  * @since 0.1.0
  * @category decoding
  */
-export const decodeParsed = <A, I>(schema: Schema.Schema<A, I>, parsed: unknown, subject: string): Either.Either<A, TransportError> => {
+export const decodeParsed = <A, I>(schema: Schema.Schema<A, I>, parsed: unknown, subject: string): Either.Either<A, ProtocolError> => {
   const decoded = decoderOf(schema)(parsed)
   return Either.isRight(decoded)
     ? decoded as Either.Either<A, never>

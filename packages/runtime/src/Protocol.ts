@@ -23,6 +23,7 @@ import * as Schema from "effect/Schema"
 import * as Envelope from "./Envelope.js"
 import { attempt, okValue } from "./internal/replies.js"
 import type * as Transport from "./Transport.js"
+import { ProtocolError } from "./ProtocolError.js"
 import { TransportError } from "./TransportError.js"
 import * as WireError from "./WireError.js"
 
@@ -112,7 +113,7 @@ export type Requests<T extends Table> = {
 const requestsCache = new WeakMap<Table, Record<string, Schema.Schema<any, any, never>>>()
 
 /**
- * The request schema of each kind of `t` (`{"v":1,"kind":…, …payload}`).
+ * The request schema of each kind of `t` (`{"v":2,"kind":…, …payload}`).
  *
  * @since 0.1.0
  * @category schemas
@@ -148,7 +149,7 @@ export const reply = (op: Operation, value: unknown, what: string, subject: stri
   if (op.value === true) return okValue(value, what, subject)
   const encoded = Envelope.encoderOf(op.success)(value)
   if (Either.isLeft(encoded)) {
-    return Envelope.error(new TransportError({ reason: "Unknown", subject, detail: `${what}: the answer does not encode (${ParseIssues.describe(encoded.left, { root: "the value" })})` }))
+    return Envelope.error(new ProtocolError({ reason: "Decode", subject, detail: `${what}: the answer does not encode (${ParseIssues.describe(encoded.left, { root: "the value" })})` }))
   }
   return Envelope.ok(encoded.right === undefined ? undefined : JSON.stringify(encoded.right))
 }
@@ -158,7 +159,7 @@ const decodeSuccess = (op: Operation, value: unknown, subject: string): unknown 
   if (op.value === true) return value
   const decoded = Envelope.decoderOf(op.success)(value)
   if (Either.isRight(decoded)) return decoded.right
-  throw new TransportError({ reason: "Decode", subject, detail: `the reply: ${ParseIssues.describe(decoded.left, { root: "the value" })}` })
+  throw new ProtocolError({ reason: "Decode", subject, detail: `the reply: ${ParseIssues.describe(decoded.left, { root: "the value" })}` })
 }
 
 /** The name a failure of `payload` is reported under when what was thrown is not a wire error. */
@@ -173,7 +174,7 @@ const failureName = (kind: string, payload: Record<string, unknown>): string => 
 
 /**
  * The server of `t`: decodes each request once (a message that does not decode is answered with a
- * `Decode` error and runs nothing), runs its kind's handler, and answers the success or the wire
+ * `ProtocolError` and runs nothing), runs its kind's handler, and answers the success or the wire
  * error it failed with.
  *
  * @since 0.1.0
@@ -188,7 +189,7 @@ export const serve = <T extends Table>(t: T, handlers: Handlers<T>, options?: Se
     const kind: string = message.kind
     const expected = options?.kindOf?.(request.subject)
     if (expected !== undefined && expected !== kind) {
-      return Envelope.error(new TransportError({ reason: "Decode", subject: request.subject, detail: `kind '${kind}' sent to '${expected}'` }))
+      return Envelope.error(new ProtocolError({ reason: "Decode", subject: request.subject, detail: `kind '${kind}' sent to '${expected}'` }))
     }
     const op = t[kind]!
     const handler = handlers[kind] as (payload: unknown, request: Transport.ServeRequest) => unknown
@@ -202,7 +203,7 @@ export const serve = <T extends Table>(t: T, handlers: Handlers<T>, options?: Se
 
 /** @since 0.1.0 @category models */
 export interface ServeOptions {
-  /** The kind a subject carries, where the subject names the operation (`coordinator.<op>`): another kind on it is a `Decode` error. */
+  /** The kind a subject carries, where the subject names the operation (`coordinator.<op>`): another kind on it is a `ProtocolError`. */
   readonly kindOf?: ((subject: string) => string | undefined) | undefined
 }
 
@@ -228,7 +229,7 @@ export type Send = (kind: string, payload: string) => Promise<Transport.Message>
 
 /**
  * A reply's value on the right, or on the left the wire error it carries (decoded with `error`
- * first, when given); a reply that does not decode is a `Decode` error on the left.
+ * first, when given); a reply that does not decode is a `ProtocolError` on the left.
  *
  * @since 0.1.0
  * @category decoding
@@ -249,7 +250,7 @@ export const valueOf = (
     return Either.left(WireError.decode(reply.error, subject))
   }
   if (reply.kind !== "ok") {
-    return Either.left(new TransportError({ reason: "Decode", subject, detail: `kind: expected "ok" or "error", got ${JSON.stringify(reply.kind)?.slice(0, 100)}` }))
+    return Either.left(new ProtocolError({ reason: "Decode", subject, detail: `kind: expected "ok" or "error", got ${JSON.stringify(reply.kind)?.slice(0, 100)}` }))
   }
   return Either.right(reply.value)
 }

@@ -85,13 +85,13 @@ export const counter = (): Counter => {
 }
 
 const decoder = new TextDecoder()
-/** `{"v":1,"kind":"error"`: how every error reply of the runtime's envelope begins. */
+/** `{"v":2,"kind":"error"`: how every error reply of the runtime's envelope begins. */
 const errorReplyHead = Envelope.encode("error").slice(0, -1)
 
 const payloadOf = (reply: Transport.Reply): string | Uint8Array => typeof reply === "string" || reply instanceof Uint8Array ? reply : reply.payload
 
 /**
- * The failure an enveloped reply carries (`{"v":1,"kind":"error","error":{…}}`): its error's
+ * The failure an enveloped reply carries (`{"v":2,"kind":"error","error":{…}}`): its error's
  * `message`, else its `_tag`, `reason` and `detail`; `undefined` for any other reply.
  *
  * @since 0.1.0

@@ -32,6 +32,7 @@ import * as SnapshotStore from "./SnapshotStore.js"
 import * as Subject from "./Subject.js"
 import * as TraceContext from "./TraceContext.js"
 import * as Transport from "./Transport.js"
+import type { ProtocolError } from "./ProtocolError.js"
 import type { TransportError } from "./TransportError.js"
 import type { OwnershipError } from "./SessionOwnership.js"
 import { promiseRunner } from "./internal/promiseRunner.js"
@@ -76,7 +77,7 @@ export interface SessionActor {
 }
 
 /** Why a session could not be activated. @since 0.1.0 @category errors */
-export type ActivationError = HarnessError.HarnessError | JitHarnessSnapshot.SnapshotError | TransportError | OwnershipError
+export type ActivationError = HarnessError.HarnessError | JitHarnessSnapshot.SnapshotError | TransportError | ProtocolError | OwnershipError
 
 /** @since 0.1.0 @category constants */
 export const defaults = {

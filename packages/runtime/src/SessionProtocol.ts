@@ -15,7 +15,7 @@
  * | `session.<sid>.manage` | `forget` | none; the session is released after the reply |
  * | `sessions.activate` | `activate` {session_id} | none; the session serves its subjects |
  *
- * Every reply is `{"v":1,"kind":"ok","value":…}` or `{"v":1,"kind":"error","error":{…}}` with one
+ * Every reply is `{"v":2,"kind":"ok","value":…}` or `{"v":2,"kind":"error","error":{…}}` with one
  * of the `WireError`s. Field names are snake_case on the wire, as the model-facing tools spell
  * theirs; a `create_tool` / `update_tool` `request` is exactly the management tool's arguments.
  *
@@ -24,11 +24,12 @@
 import { Exposure, JitHarnessProfile, JitHarnessSnapshot, SessionDefinitions, ToolAck, ToolCatalog, ToolErrorReport } from "@jitbox/core"
 import type { CreateToolRequest, UpdateToolRequest } from "@jitbox/core"
 import * as Schema from "effect/Schema"
+import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import * as Protocol from "./Protocol.js"
 import * as WireError from "./WireError.js"
 
-const V = Schema.Literal(1)
+const V = Schema.Literal(Envelope.version)
 const Page = {
   name: Schema.optional(Schema.String),
   offset: Schema.optional(Schema.Number),

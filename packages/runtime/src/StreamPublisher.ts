@@ -3,8 +3,8 @@
  * `events.<sid>.<name>` and each finished attempt's profile record on `profile.<sid>`, in the
  * runtime's envelope:
  *
- *     {"v":1,"kind":"event","event":{"type":"CUSTOM","name":"jit_tool_started","payload":{…}}}
- *     {"v":1,"kind":"profile_record","record":{"call_id":"…","tool_name":"add",…,"session_id":"s1","parent_call_id":null,"depth":0}}
+ *     {"v":2,"kind":"event","event":{"type":"CUSTOM","name":"jit_tool_started","payload":{…}}}
+ *     {"v":2,"kind":"profile_record","record":{"call_id":"…","tool_name":"add",…,"session_id":"s1","parent_call_id":null,"depth":0}}
  *
  * Publishing never blocks dispatch: the core's sinks are called synchronously on the dispatch
  * path, so they only append to a bounded queue, which is drained to the `Transport` once per turn

@@ -1,5 +1,5 @@
 /**
- * The one error the `Transport` raises, on both of its layers, with a `reason`:
+ * The error the `Transport` raises, on both of its layers, with a `reason`:
  *
  * - `NoResponders`: nobody serves the subject (NATS status 503), known at once;
  * - `Timeout`: no reply within the request's `timeoutMs`;
@@ -8,13 +8,13 @@
  * - `Busy`: the responder's backlog is full; it answered at once without running the handler;
  * - `ResponderFailed`: the responder's handler threw instead of answering;
  * - `Closed`: the transport, its connection or the responder is closed or closing;
- * - `Decode`: a message did not decode (raised by the protocol layer above the transport);
  * - `Connect`: the connection could not be made (bad server, credentials);
  * - `PermissionDenied`: the server refused a publish or a subscription;
  * - `InvalidArgument`: a malformed subject, queue group, header or option;
- * - `Unknown`: anything else the client reported, with its message;
- * - `WorkerLost`: the worker running an invocation stopped sending heartbeats (it died or lost
- *   its connection); the invocation's outcome is unknown, it is not sent again.
+ * - `Unknown`: anything else the client reported, with its message.
+ *
+ * A message that does not decode is a `ProtocolError`, and an invocation whose worker went
+ * silent a `RemoteExecutionError`: those are not failures of the message layer.
  *
  * It is a `Schema.TaggedError`, so it can cross a subject and be decoded on the other side.
  *
@@ -31,12 +31,10 @@ export const TransportErrorReason = Schema.Literal(
   "Busy",
   "ResponderFailed",
   "Closed",
-  "Decode",
   "Connect",
   "PermissionDenied",
   "InvalidArgument",
-  "Unknown",
-  "WorkerLost"
+  "Unknown"
 )
 
 /** @since 0.1.0 @category models */

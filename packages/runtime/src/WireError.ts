@@ -2,8 +2,9 @@
  * The errors that cross a subject, as one schema union: every error the harness raises
  * (`HarnessError`: `ToolNotFound`, `ValidationError`, `ToolRejected`, …), `ToolFailure` (a tool's
  * own thrown value, by type name and message), the core's `SnapshotError`, the sandbox's
- * `SandboxError`, and the runtime's `TransportError` and `OwnershipError` (a session another host
- * holds). Each is a `Schema.TaggedError` told apart by
+ * `SandboxError`, and the runtime's `TransportError` (the message layer), `ProtocolError` (a
+ * message that does not decode), `RemoteExecutionError` (a worker went silent mid-invocation) and
+ * `OwnershipError` (a session another host holds). Each is a `Schema.TaggedError` told apart by
  * its `_tag`, so a caller in another process decodes the same class, with the same fields, that an
  * in-process caller of the Effect API gets.
  *
@@ -18,6 +19,8 @@ import { SandboxError } from "@jitbox/sandbox"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { ProtocolError } from "./ProtocolError.js"
+import { RemoteExecutionError } from "./RemoteExecutionError.js"
 import { OwnershipError } from "./SessionOwnership.js"
 import { TransportError } from "./TransportError.js"
 
@@ -44,6 +47,8 @@ export const WireError = Schema.Union(
   JitHarnessSnapshot.SnapshotError,
   SandboxError.SandboxError,
   TransportError,
+  ProtocolError,
+  RemoteExecutionError,
   OwnershipError
 )
 
@@ -101,7 +106,7 @@ export const encode = (error: WireError): Record<string, unknown> => {
   const encoded = encodeEither(fields)
   const plain: Record<string, unknown> = Either.isRight(encoded)
     ? { ...(encoded.right as object) }
-    : { _tag: "TransportError", reason: "Unknown", subject: "", detail: `an error that does not encode: ${error._tag}` }
+    : { _tag: "ProtocolError", reason: "Decode", subject: "", detail: `an error that does not encode: ${error._tag}` }
   let message: string
   try {
     message = error.message
@@ -114,7 +119,7 @@ export const encode = (error: WireError): Record<string, unknown> => {
 
 /**
  * Decodes an error read from the wire; one this version does not know (or whose fields do not
- * decode) is a `TransportError` with reason `Decode` that quotes its tag and message.
+ * decode) is a `ProtocolError` with reason `Decode` that quotes its tag and message.
  *
  * @since 0.1.0
  * @category decoding
@@ -129,7 +134,7 @@ export const decode = (u: unknown, subject: string): WireError => {
   }
   const tag = typeof u === "object" && u !== null ? (u as { _tag?: unknown })._tag : undefined
   const message = typeof u === "object" && u !== null ? (u as { message?: unknown }).message : undefined
-  return new TransportError({
+  return new ProtocolError({
     reason: "Decode",
     subject,
     detail: `the reply holds an error this client cannot decode (${String(tag).slice(0, 100)}: ${

@@ -3,7 +3,7 @@
  * `workers.capacity` when it starts, every `intervalMs`, and when its load changes (at most once
  * per `minIntervalMs`, however often it changes):
  *
- *     {"v":1,"kind":"capacity","worker_id":"worker_…","pool":"gpu","languages":["javascript","python"],
+ *     {"v":2,"kind":"capacity","worker_id":"worker_…","pool":"gpu","languages":["javascript","python"],
  *      "concurrency":{"javascript":4,"python":4},"running":3,"draining":false,"interval_ms":5000}
  *
  * When its scope closes it reports `draining: true` at once, and keeps reporting while its

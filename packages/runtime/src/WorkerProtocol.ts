@@ -24,10 +24,11 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import * as Protocol from "./Protocol.js"
 
-const V = Schema.Literal(1)
+const V = Schema.Literal(Envelope.version)
 
 /** The languages a worker runs. @since 0.1.0 @category schemas */
 export const Language = Schema.Literal("javascript", "typescript", "python", "bash")

@@ -96,6 +96,16 @@ export * as TraceContext from "./TraceContext.js"
 /**
  * @since 0.1.0
  */
+export * as ProtocolError from "./ProtocolError.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as RemoteExecutionError from "./RemoteExecutionError.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Transport from "./Transport.js"
 
 /**

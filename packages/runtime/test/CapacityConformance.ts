@@ -169,7 +169,7 @@ export const capacityConformance = (name: string, transport: () => Layer.Layer<T
         yield* TestClock.adjust("59 seconds")
         yield* eventually(Effect.sync(() => received.length), (n) => n === 3, "the periodic report")
         assert.deepStrictEqual(received[2], {
-          v: 1,
+          v: 2,
           kind: "capacity",
           worker_id: "w1",
           pool: "default",

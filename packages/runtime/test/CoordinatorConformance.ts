@@ -421,7 +421,7 @@ export const coordinatorConformance = (
           const reply = yield* Transport.request(subject, payload, { timeoutMs: 5_000 })
           const parsed = JSON.parse(Transport.text(reply)) as { kind: string; error: { _tag: string; reason: string } }
           assert.strictEqual(parsed.kind, "error")
-          assert.strictEqual(parsed.error._tag, "TransportError")
+          assert.strictEqual(parsed.error._tag, "ProtocolError")
           assert.strictEqual(parsed.error.reason, "Decode")
         }
         assert.strictEqual(coordinator.requests(), 3)

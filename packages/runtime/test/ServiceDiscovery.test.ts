@@ -23,6 +23,7 @@ import * as MemoryTransport from "../src/MemoryTransport.js"
 import * as ServiceDiscovery from "../src/ServiceDiscovery.js"
 import * as Subject from "../src/Subject.js"
 import * as Transport from "../src/Transport.js"
+import { ProtocolError } from "../src/ProtocolError.js"
 import { TransportError } from "../src/TransportError.js"
 import * as Worker from "../src/Worker.js"
 
@@ -136,7 +137,7 @@ describe("ServiceDiscovery", () => {
         const text = new TextDecoder().decode(request.data)
         if (text === "throw") throw new Error("it broke")
         if (text === "reject") return Promise.reject(new Error("it rejected"))
-        if (text === "error") return Envelope.error(new TransportError({ reason: "Decode", subject, detail: "bad input" }))
+        if (text === "error") return Envelope.error(new ProtocolError({ reason: "Decode", subject, detail: "bad input" }))
         await new Promise((resolve) => setTimeout(resolve, 5))
         return Envelope.ok("1")
       }))

@@ -25,6 +25,7 @@ import * as Sessions from "../src/Sessions.js"
 import * as SnapshotStore from "../src/SnapshotStore.js"
 import * as Subject from "../src/Subject.js"
 import * as Transport from "../src/Transport.js"
+import { isProtocolError, type ProtocolError } from "../src/ProtocolError.js"
 import { isTransportError, type TransportError } from "../src/TransportError.js"
 import * as WireError from "../src/WireError.js"
 import { twiceSource } from "../../core/test/fixtures.js"
@@ -395,29 +396,30 @@ export const sessionConformance = (name: string, makeLayer: () => Layer.Layer<Tr
         const saves = gated.state.saves
         const sid = Ids.sessionId("s1")
 
-        const deep = `{"v":1,"kind":"create_tool","request":${"[".repeat(5_000)}${"]".repeat(5_000)}}`
+        const deep = `{"v":2,"kind":"create_tool","request":${"[".repeat(5_000)}${"]".repeat(5_000)}}`
         const malformed: ReadonlyArray<readonly [Subject.Subject, string | Uint8Array, string]> = [
           [Subject.sessionManage(w.prefix, sid), "not json", "not JSON"],
           [Subject.sessionManage(w.prefix, sid), new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), "not UTF-8"],
           [Subject.sessionManage(w.prefix, sid), "[1,2]", "not a JSON object"],
-          [Subject.sessionManage(w.prefix, sid), `{"v":2,"kind":"unload_tool","name":"twice"}`, "version 2"],
+          [Subject.sessionManage(w.prefix, sid), `{"v":1,"kind":"unload_tool","name":"twice"}`, "version 1"],
           [Subject.sessionManage(w.prefix, sid), `{"kind":"unload_tool","name":"twice"}`, "version"],
-          [Subject.sessionManage(w.prefix, sid), `{"v":1,"kind":"unload_tool"}`, "name"],
-          [Subject.sessionManage(w.prefix, sid), `{"v":1,"kind":"drop_everything"}`, "kind"],
-          [Subject.sessionManage(w.prefix, sid), `{"v":1,"kind":"create_tool","request":"twice"}`, "request"],
+          [Subject.sessionManage(w.prefix, sid), `{"v":2,"kind":"unload_tool"}`, "name"],
+          [Subject.sessionManage(w.prefix, sid), `{"v":2,"kind":"drop_everything"}`, "kind"],
+          [Subject.sessionManage(w.prefix, sid), `{"v":2,"kind":"create_tool","request":"twice"}`, "request"],
           [Subject.sessionManage(w.prefix, sid), deep, "nests deeper"],
-          [Subject.sessionCall(w.prefix, sid), `{"v":1,"kind":"call","name":42}`, "name"],
-          [Subject.sessionCall(w.prefix, sid), `{"v":1,"kind":"call","name":"unload_tool","args":{"name":"twice"},"call_id":7}`, "call_id"],
-          [Subject.sessionsActivate(w.prefix), `{"v":1,"kind":"activate","session_id":"a.b"}`, "session_id"]
+          [Subject.sessionCall(w.prefix, sid), `{"v":2,"kind":"call","name":42}`, "name"],
+          [Subject.sessionCall(w.prefix, sid), `{"v":2,"kind":"call","name":"unload_tool","args":{"name":"twice"},"call_id":7}`, "call_id"],
+          [Subject.sessionsActivate(w.prefix), `{"v":2,"kind":"activate","session_id":"a.b"}`, "session_id"]
         ]
         for (const [subject, payload, mentions] of malformed) {
           const reply = yield* Effect.promise(() => w.transport.request(subject, payload, { timeoutMs: 5_000 }))
           const parsed = JSON.parse(Transport.text(reply)) as { v: number; kind: string; error: unknown }
-          assert.strictEqual(parsed.v, 1)
+          assert.strictEqual(parsed.v, 2)
           assert.strictEqual(parsed.kind, "error")
           const error = WireError.decode(parsed.error, subject)
-          assert.isTrue(isTransportError(error) && error.reason === "Decode", `${mentions}: ${JSON.stringify(parsed.error)}`)
-          assert.include((error as TransportError).detail, mentions)
+          const reason = mentions.startsWith("version") ? "Version" : "Decode"
+          assert.isTrue(isProtocolError(error) && error.reason === reason, `${mentions}: ${JSON.stringify(parsed.error)}`)
+          assert.include((error as ProtocolError).detail, mentions)
         }
         assert.deepStrictEqual(yield* Effect.promise(() => session.snapshot()), before)
         assert.strictEqual(gated.state.saves, saves)

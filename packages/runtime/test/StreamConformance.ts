@@ -75,8 +75,8 @@ export const streamConformance = (name: string, makeLayer: () => Layer.Layer<Tra
         for (const received of [yield* Fiber.join(one), yield* Fiber.join(all)]) {
           assert.deepStrictEqual(received.map((m) => m.subject), [`${prefix}.events.s1.jit_tool_started`, `${prefix}.events.s1.jit_tool_completed`])
           assert.deepStrictEqual(received.map((m) => [m.body.v, m.body.kind, m.body.event?.name]), [
-            [1, "event", "jit_tool_started"],
-            [1, "event", "jit_tool_completed"]
+            [2, "event", "jit_tool_started"],
+            [2, "event", "jit_tool_completed"]
           ])
           assert.strictEqual(received[1]!.body.event?.payload.success, true)
           assert.strictEqual(received[0]!.body.event?.payload.tool_call_id, received[1]!.body.event?.payload.tool_call_id)

@@ -1,7 +1,7 @@
 /**
  * The envelope and the wire errors on their own: every error the union holds survives JSON as the
  * same class with the same fields, a tool's own thrown value becomes ToolFailure, what a peer
- * sends that this version cannot decode is a Decode error, and values are bounded before they are
+ * sends that this version cannot decode is a ProtocolError, and values are bounded before they are
  * sent.
  */
 import { HarnessError, JitHarnessSnapshot } from "@jitbox/core"
@@ -21,6 +21,8 @@ import * as RemoteSession from "../src/RemoteSession.js"
 import * as Subject from "../src/Subject.js"
 import * as SessionProtocol from "../src/SessionProtocol.js"
 import { OwnershipError } from "../src/SessionOwnership.js"
+import { isProtocolError, ProtocolError } from "../src/ProtocolError.js"
+import { RemoteExecutionError } from "../src/RemoteExecutionError.js"
 import { isTransportError, TransportError } from "../src/TransportError.js"
 import * as WireError from "../src/WireError.js"
 
@@ -52,11 +54,13 @@ const everyError: ReadonlyArray<WireError.WireError> = [
   new JitHarnessSnapshot.SnapshotError({ reason: "Activation", detail: "does not compile" }),
   new SandboxError.SandboxError({ reason: "ChildExited", toolName: "t", detail: "the child exited" }),
   new TransportError({ reason: "Busy", subject, detail: "64 requests run" }),
+  new ProtocolError({ reason: "Version", subject, detail: "the message is of protocol version 1; this runtime speaks version 2" }),
+  new RemoteExecutionError({ reason: "WorkerLost", subject, toolName: "slow", callId: "c1", detail: "no heartbeat in 3000 ms" }),
   new OwnershipError({ reason: "Held", sessionId: "s1", detail: "host-a holds it" })
 ]
 
 describe("wire errors", () => {
-  it("the union holds every harness error, ToolFailure, SnapshotError, SandboxError, TransportError and OwnershipError", () => {
+  it("the union holds every harness error, ToolFailure, SnapshotError, SandboxError, TransportError, ProtocolError, RemoteExecutionError and OwnershipError", () => {
     assert.deepStrictEqual(
       WireError.WireError.members.map((member) => member._tag).sort(),
       everyError.map((error) => error._tag).sort()
@@ -76,7 +80,7 @@ describe("wire errors", () => {
     const failure = WireError.fromThrown("explode", new RangeError("too far"))
     const wire = JSON.parse(Envelope.error(failure)) as Record<string, unknown>
     assert.deepStrictEqual(wire, {
-      v: 1,
+      v: 2,
       kind: "error",
       error: { _tag: "ToolFailure", toolName: "explode", errorType: "RangeError", detail: "too far", message: "too far" }
     })
@@ -99,10 +103,10 @@ describe("wire errors", () => {
 
   it("an error this version does not know is a Decode error quoting its tag and message", () => {
     const decoded = WireError.decode({ _tag: "QuantumError", message: "entangled" }, subject)
-    assert.isTrue(isTransportError(decoded) && decoded.reason === "Decode")
+    assert.isTrue(isProtocolError(decoded) && decoded.reason === "Decode")
     assert.include((decoded as TransportError).detail, "QuantumError: entangled")
     const partial = WireError.decode({ _tag: "ToolNotFound" }, subject)
-    assert.isTrue(isTransportError(partial) && partial.reason === "Decode")
+    assert.isTrue(isProtocolError(partial) && partial.reason === "Decode")
   })
 })
 
@@ -111,11 +115,11 @@ describe("the envelope", () => {
     const json = Envelope.encodeValue({ left: 1, right: 2 }, "the arguments", subject)
     assert.deepStrictEqual(json, Either.right(`{"left":1,"right":2}`))
     const call = Envelope.withValue("call", { name: "add", call_id: "toolu_1" }, "args", Either.getOrThrow(json))
-    assert.deepStrictEqual(JSON.parse(call), { v: 1, kind: "call", name: "add", call_id: "toolu_1", args: { left: 1, right: 2 } })
+    assert.deepStrictEqual(JSON.parse(call), { v: 2, kind: "call", name: "add", call_id: "toolu_1", args: { left: 1, right: 2 } })
     const decoded = Envelope.decodeKind(SessionProtocol.callMessages, encoder.encode(call), subject)
-    assert.deepStrictEqual(decoded, Either.right({ v: 1, kind: "call", name: "add", call_id: "toolu_1", args: { left: 1, right: 2 } }))
-    assert.deepStrictEqual(JSON.parse(Envelope.ok("3")), { v: 1, kind: "ok", value: 3 })
-    assert.deepStrictEqual(JSON.parse(Envelope.ok()), { v: 1, kind: "ok" })
+    assert.deepStrictEqual(decoded, Either.right({ v: 2, kind: "call", name: "add", call_id: "toolu_1", args: { left: 1, right: 2 } }))
+    assert.deepStrictEqual(JSON.parse(Envelope.ok("3")), { v: 2, kind: "ok", value: 3 })
+    assert.deepStrictEqual(JSON.parse(Envelope.ok()), { v: 2, kind: "ok" })
   })
 
   it("values are bounded before they are sent: JT-LIM-02, depth, JSON", () => {
@@ -138,16 +142,18 @@ describe("the envelope", () => {
     const decode = (text: string) => {
       const decoded = Envelope.decodeKind(SessionProtocol.manageRequests, encoder.encode(text), subject)
       return Either.isLeft(decoded)
-        ? decoded.left.reason === "Decode" ? decoded.left.detail : `refused: ${decoded.left.reason}`
+        ? decoded.left.detail
         : `decoded: ${JSON.stringify(decoded.right)}`
     }
     assert.include(decode("{"), "not JSON")
     assert.include(decode("null"), "not a JSON object")
     assert.include(decode(`{"v":"1","kind":"list_tools"}`), "version \"1\"")
-    assert.include(decode(`{"v":1,"kind":"toString"}`), "kind: expected one of")
-    assert.include(decode(`{"v":1,"kind":"profile","limit":"ten"}`), "limit")
+    const version1 = Envelope.decodeKind(SessionProtocol.manageRequests, encoder.encode(`{"v":1,"kind":"list_tools"}`), subject)
+    assert.isTrue(Either.isLeft(version1) && version1.left._tag === "ProtocolError" && version1.left.reason === "Version")
+    assert.include(decode(`{"v":2,"kind":"toString"}`), "kind: expected one of")
+    assert.include(decode(`{"v":2,"kind":"profile","limit":"ten"}`), "limit")
     assert.include(decode(`${"[".repeat(200)}${"]".repeat(200)}`), "nests deeper")
-    assert.strictEqual(decode(`{"v":1,"kind":"list_tools","extra":true}`), `decoded: {"v":1,"kind":"list_tools"}`)
+    assert.strictEqual(decode(`{"v":2,"kind":"list_tools","extra":true}`), `decoded: {"v":2,"kind":"list_tools"}`)
   })
 })
 
@@ -162,8 +168,8 @@ describe("the protocol tables", () => {
     assert.deepStrictEqual(admit, { session_id: "s1", profile: "standard", deployment_consent: true, contract_version: "2" })
     const renew = Protocol.requests(CoordinatorProtocol.operations).renew
     assert.deepStrictEqual(
-      Schema.decodeUnknownSync(renew)({ v: 1, kind: "renew", session_id: "s1", lease_id: "lease-1", more: false }),
-      { v: 1, kind: "renew", sessionId: Ids.sessionId("s1"), leaseId: Ids.leaseId("lease-1"), more: false }
+      Schema.decodeUnknownSync(renew)({ v: 2, kind: "renew", session_id: "s1", lease_id: "lease-1", more: false }),
+      { v: 2, kind: "renew", sessionId: Ids.sessionId("s1"), leaseId: Ids.leaseId("lease-1"), more: false }
     )
   })
 
@@ -195,7 +201,7 @@ describe("the protocol tables", () => {
         leases: () => Promise.reject(new Error("not here"))
       }, { kindOf: (subject) => subject.slice(subject.lastIndexOf(".") + 1) })
       const reply = yield* Effect.promise(async () =>
-        String(await serve({ subject: "jitbox.demo.coordinator.workers", data: encoder.encode(`{"v":1,"kind":"policy","profile":"x"}`), headers: {}, signal: new AbortController().signal }))
+        String(await serve({ subject: "jitbox.demo.coordinator.workers", data: encoder.encode(`{"v":2,"kind":"policy","profile":"x"}`), headers: {}, signal: new AbortController().signal }))
       )
       assert.include(reply, `"reason":"Decode"`)
       assert.include(reply, "kind 'policy' sent to 'workers'")

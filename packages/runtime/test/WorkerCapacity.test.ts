@@ -12,7 +12,7 @@ import { capacityConformance } from "./CapacityConformance.js"
 capacityConformance("MemoryTransport", () => MemoryTransport.layer())
 
 const report = (workerId: string, intervalMs = 1_000): WorkerCapacity.CapacityReport => ({
-  v: 1,
+  v: 2,
   kind: "capacity",
   worker_id: workerId as WorkerCapacity.CapacityReport["worker_id"],
   pool: "default" as WorkerCapacity.CapacityReport["pool"],

@@ -28,7 +28,7 @@ import * as RemoteCodeRunner from "../src/RemoteCodeRunner.js"
 import * as Subject from "../src/Subject.js"
 import * as TraceContext from "../src/TraceContext.js"
 import * as Transport from "../src/Transport.js"
-import type { TransportError } from "../src/TransportError.js"
+import type { RemoteExecutionError } from "../src/RemoteExecutionError.js"
 
 const prefix = Subject.prefix(Ids.namespace("clock"))
 const sessionId = Ids.sessionId("s1")
@@ -135,7 +135,7 @@ describe("worker and runner on TestClock", () => {
       const context = { sessionId, callId: "call_1", parentCallId: null, depth: 0, withinChange: false, deadline: null }
       const call = yield* Effect.fork(Effect.either(Effect.tryPromise({
         try: () => Promise.resolve(runner.invoke({ activationId: "a1", toolName: "slow", args: {}, context }, undefined)),
-        catch: (error) => error as TransportError
+        catch: (error) => error as RemoteExecutionError
       })))
       yield* tick
       const beat = () =>
@@ -150,8 +150,9 @@ describe("worker and runner on TestClock", () => {
       const result = yield* Fiber.join(call)
       assert.isTrue(Either.isLeft(result))
       if (Either.isLeft(result)) {
-        assert.strictEqual(result.left._tag, "TransportError")
-        assert.strictEqual((result.left as TransportError).reason, "WorkerLost")
+        assert.strictEqual(result.left._tag, "RemoteExecutionError")
+        assert.strictEqual((result.left as RemoteExecutionError).reason, "WorkerLost")
+        assert.strictEqual((result.left as RemoteExecutionError).callId, "call_1")
       }
       for (const end of pending) end()
     }).pipe(Effect.provide(MemoryTransport.layer())))

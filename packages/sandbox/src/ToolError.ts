@@ -38,7 +38,7 @@ Object.defineProperty(ToolError, "name", { value: "Error" })
 export const isToolError = (u: unknown): u is ToolError => u instanceof ToolError
 
 /** Error names of the host's own besides the harness's tags. */
-const hostErrorNames = new Set(["SandboxError", "ToolFailure", "TransportError", "ToolError"])
+const hostErrorNames = new Set(["SandboxError", "ToolFailure", "TransportError", "ProtocolError", "RemoteExecutionError", "OwnershipError", "ToolError"])
 
 /**
  * The error a child reported, as its own: a type name the host keeps for its own errors becomes

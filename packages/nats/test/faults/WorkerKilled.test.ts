@@ -4,7 +4,7 @@
  * Proves, against a real nats-server and real worker processes: the load spreads over both
  * workers (each names itself in what its tools return: its sandbox gives every child its id as
  * `JITBOX_WORKER_ID`); the invocations the killed worker was running fail explicitly (a typed
- * `TransportError` `WorkerLost`, recorded `failed` in the session's profile) while those on the
+ * `RemoteExecutionError` `WorkerLost`, recorded `failed` in the session's profile) while those on the
  * other worker are untouched and complete; the session keeps working, every later invocation
  * running on the surviving worker; and no process of the killed worker is left behind.
  */
@@ -91,7 +91,7 @@ describe("fault: a worker process killed under load", () => {
       victim.child.kill("SIGKILL")
       for (const n of onVictim) {
         const error = (yield* rejection(held.get(n)!.promise)) as { _tag?: string; reason?: string }
-        assert.strictEqual(error._tag, "TransportError", String(error))
+        assert.strictEqual(error._tag, "RemoteExecutionError", String(error))
         assert.strictEqual(error.reason, "WorkerLost", String(error))
       }
       assert.isFalse(onSurvivor.some((n) => held.get(n)!.settled()), "the survivor's calls are untouched by the other's death")

@@ -19,6 +19,7 @@ import * as Envelope from "../Envelope.js"
 import type * as Ids from "../Ids.js"
 import * as Subject from "../Subject.js"
 import * as Transport from "../Transport.js"
+import { RemoteExecutionError } from "../RemoteExecutionError.js"
 import { TransportError } from "../TransportError.js"
 import * as WorkerProtocol from "../WorkerProtocol.js"
 
@@ -36,7 +37,7 @@ export const sender = (options: {
     const beat = Effect.sync(() => {
       for (const [sessionId, callIds] of options.calls()) {
         try {
-          const message = encodeHeartbeat({ v: 1, kind: "heartbeat", workerId: options.workerId, callIds })
+          const message = encodeHeartbeat({ v: Envelope.version, kind: "heartbeat", workerId: options.workerId, callIds })
           transport.publish(Subject.sessionHeartbeat(options.prefix, sessionId), JSON.stringify(message))
         } catch {
           // the transport is closing: the sessions will notice the silence
@@ -87,10 +88,12 @@ export const watchdog = (options: {
         for (const watched of calls.values()) {
           if (t - watched.lastHeard <= lostAfterMs || watched.lost.signal.aborted) continue
           watched.lost.abort(
-            new TransportError({
+            new RemoteExecutionError({
               reason: "WorkerLost",
               subject: watched.subject,
-              detail: `no heartbeat for '${watched.toolName}' (call ${watched.callId}) in ${lostAfterMs} ms: the worker died or lost its connection`
+              toolName: watched.toolName,
+              callId: watched.callId,
+              detail: `no heartbeat in ${lostAfterMs} ms: the worker died or lost its connection`
             })
           )
         }

@@ -15,6 +15,7 @@ import type * as Ids from "../Ids.js"
 import * as Protocol from "../Protocol.js"
 import * as Subject from "../Subject.js"
 import type * as Transport from "../Transport.js"
+import { ProtocolError } from "../ProtocolError.js"
 import { TransportError } from "../TransportError.js"
 import * as WorkerProtocol from "../WorkerProtocol.js"
 
@@ -61,12 +62,12 @@ export class Packages {
 }
 
 /** The files of joined chunks, or why they are not a package. */
-export const join = (parts: ReadonlyArray<Uint8Array>, versionId: string, subject: string): Either.Either<Record<string, string>, TransportError> => {
+export const join = (parts: ReadonlyArray<Uint8Array>, versionId: string, subject: string): Either.Either<Record<string, string>, ProtocolError> => {
   let parsed: unknown
   try {
     parsed = JSON.parse(Buffer.concat(parts).toString("utf8"))
   } catch {
-    return Either.left(new TransportError({ reason: "Decode", subject, detail: `package ${versionId}: its chunks are not JSON` }))
+    return Either.left(new ProtocolError({ reason: "Decode", subject, detail: `package ${versionId}: its chunks are not JSON` }))
   }
   return Either.map(Envelope.decodeParsed(WorkerProtocol.PackageFiles, parsed, subject), (decoded) => decoded.files)
 }

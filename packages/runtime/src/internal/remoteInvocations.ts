@@ -21,6 +21,8 @@ import { valueOf } from "../Protocol.js"
 import * as Subject from "../Subject.js"
 import type * as TraceContext from "../TraceContext.js"
 import * as Transport from "../Transport.js"
+import { ProtocolError } from "../ProtocolError.js"
+import { RemoteExecutionError } from "../RemoteExecutionError.js"
 import { TransportError } from "../TransportError.js"
 import type * as WireError from "../WireError.js"
 import * as WorkerProtocol from "../WorkerProtocol.js"
@@ -139,7 +141,7 @@ const invokeOne = async (
   // a worker that went silent may still be alive (cut off from the session): tell it to stop
   const onLost = () => {
     const reason: unknown = lost.signal.reason
-    if (reason instanceof TransportError && reason.reason === "WorkerLost") cancel(sessionId, context.callId)
+    if (reason instanceof RemoteExecutionError) cancel(sessionId, context.callId)
   }
   lost.signal.addEventListener("abort", onLost, { once: true })
   try {
@@ -165,7 +167,7 @@ const activateOne = async (env: Env, registered: Registered): Promise<CodeRunner
   const { leaseId, subject } = route(registered)
   const body = Wire.message(WorkerProtocol.worker, "activate", { ...registered.fields, leaseId }, "args", undefined)
   const metadata = decodeMetadata(await sendUntilAnswered(env, subject, body, now() + options.activateTimeoutMs, 0))
-  if (Either.isLeft(metadata)) throw new TransportError({ reason: "Decode", subject, detail: `the metadata: ${metadata.left.message.slice(0, 500)}` })
+  if (Either.isLeft(metadata)) throw new ProtocolError({ reason: "Decode", subject, detail: `the metadata: ${metadata.left.message.slice(0, 500)}` })
   return metadata.right as CodeRunner.CodeToolMetadata
 }
 
@@ -201,7 +203,7 @@ export const make = (options: Options): Effect.Effect<RemoteInvocations, never, 
 
     const cancel = (sessionId: Ids.SessionId, callId: string) => {
       try {
-        transport.publish(Subject.workerCancel(options.prefix), JSON.stringify(encodeCancel({ v: 1, kind: "cancel", sessionId, callId })))
+        transport.publish(Subject.workerCancel(options.prefix), JSON.stringify(encodeCancel({ v: Envelope.version, kind: "cancel", sessionId, callId })))
       } catch {
         // the transport is closed: no worker runs it any more
       }
