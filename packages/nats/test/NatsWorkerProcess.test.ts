@@ -55,7 +55,7 @@ describe("a worker in another process", () => {
       const second = yield* worker(namespace)
       first.child.kill("SIGTERM")
       const error = yield* Effect.promise(() => pending.then(() => undefined, (error: unknown) => error))
-      assert.strictEqual((error as { _tag?: string })._tag, "RemoteExecutionError", String(error))
+      assert.strictEqual((error as { _tag?: string })._tag, "TransportError", String(error))
       assert.strictEqual((error as { reason?: string }).reason, "Closed")
       assert.strictEqual(yield* exited(first.child), 0)
       yield* waitUntil("every process of the drained worker is gone", () => tree.every((pid) => !alive(pid)), 5_000)
