@@ -22,7 +22,8 @@ export const RejectionReason = Schema.Literal(
   "DepthExceeded",
   "NoActiveInvocation",
   "BudgetExhausted",
-  "NotAdmitted"
+  "NotAdmitted",
+  "DuplicateCall"
 )
 
 /** @since 0.1.0 @category errors */

@@ -143,6 +143,7 @@ export const make = (
       entry.packages.hold(source.versionId, source.files)
       const registered = {
         host,
+        capabilities: entry.capabilities,
         versionId: source.versionId,
         fields: {
           sessionId: sessionId.right,

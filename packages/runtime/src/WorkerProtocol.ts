@@ -4,17 +4,23 @@
  *
  * | subject | request `kind` | reply value (`kind: "ok"`) |
  * |---|---|---|
- * | `worker.<pool>.<language>.invoke` | `activate` {session_id, version_id, tool_name, language, entrypoint, entry_file} | the tool's metadata |
+ * | `worker.<pool>.<language>.invoke` | `activate` {session_id, version_id, tool_name, language, entrypoint, entry_file, capability} | the tool's metadata |
  * | `worker.<pool>.<language>.invoke` | `invoke` {… as `activate`, args, call_id, parent_call_id, depth, within_change, timeout_ms} | the tool's result |
- * | `session.<sid>.package` | `package` {version_id, chunk} | `{chunks, data}`: chunk `chunk` of `chunks` (base64) |
- * | `session.<sid>.nested` | `nested` {parent_call_id, name, args} | the nested call's result |
- * | `workers.cancel` (published) | `cancel` {session_id, call_id} | none |
+ * | `session.<sid>.package` | `package` {version_id, chunk, capability} | `{chunks, data}`: chunk `chunk` of `chunks` (base64) |
+ * | `session.<sid>.nested` | `nested` {parent_call_id, capability, name, args} | the nested call's result |
+ * | `workers.cancel` (published) | `cancel` {session_id, call_id, capability} | none |
  * | `session.<sid>.heartbeat` (published) | `heartbeat` {worker_id, call_ids} | none |
  *
  * The operations are two tables (`Protocol.table`): `worker`, what a worker serves on
  * `worker.<pool>.<language>.invoke`, and `session`, what a session serves its workers on
  * `session.<sid>.<kind>`. Fields are camelCase in code and snake_case on the wire: each rename is
  * declared once, here, with `Schema.fromKey`; ids decode to their brands (`Ids`) once, at the hop.
+ *
+ * What crosses back from a worker is accepted only with a capability: each `activate` and `invoke`
+ * carries a secret the session made for it, which reaches only the worker that takes the message;
+ * the session serves a `package` chunk only to the capability of an activation or invocation of
+ * that version, a `nested` call only to the capability of the running call it names (so it runs
+ * with that call's depth and budget), and a worker stops a call on `cancel` only with its capability.
  *
  * A package is never sent per call: a worker fetches it once per (session, version) and caches
  * the activation. Its bytes are the UTF-8 JSON of `{"files":{path: text}}`, split into chunks that
@@ -36,6 +42,14 @@ export const Language = Schema.Literal("javascript", "typescript", "python", "ba
 /** A field named `key` on the wire. */
 const wire = <S extends Schema.Schema.All>(schema: S, key: string) => Schema.propertySignature(schema).pipe(Schema.fromKey(key))
 
+/**
+ * A capability: 128 random bits, base64url (22 characters). @since 0.1.0 @category schemas
+ */
+export const Capability = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{22}$/), Schema.brand("@jitbox/runtime/Capability"))
+
+/** @since 0.1.0 @category models */
+export type Capability = typeof Capability.Type
+
 /** What names a package version and the tool to load from it. @since 0.1.0 @category schemas */
 export const PackageFields = {
   sessionId: wire(Ids.SessionId, "session_id"),
@@ -45,7 +59,13 @@ export const PackageFields = {
   entrypoint: Schema.String,
   entryFile: wire(Schema.String, "entry_file"),
   /** The coordinator lease of the session; a worker that requires admission checks it with the coordinator. */
-  leaseId: Schema.optional(Ids.LeaseId).pipe(Schema.fromKey("lease_id"))
+  leaseId: Schema.optional(Ids.LeaseId).pipe(Schema.fromKey("lease_id")),
+  /**
+   * A secret the session made for this one message, delivered only to the worker that takes it
+   * (a queue group): the session serves a package fetch, a nested call or a cancel only with the
+   * capability of the activation or invocation it is for.
+   */
+  capability: Capability
 }
 
 /** An activation's fields. @since 0.1.0 @category models */
@@ -106,17 +126,22 @@ export type Worker = typeof worker
  */
 export const session = Protocol.table({
   package: {
-    payload: { versionId: wire(Schema.String, "version_id"), chunk: Schema.Number },
+    payload: { versionId: wire(Schema.String, "version_id"), chunk: Schema.Number, capability: Capability },
     success: PackageChunk,
     method: "chunk",
-    args: (versionId: string, chunk: number) => ({ versionId, chunk })
+    args: (versionId: string, chunk: number, capability: Capability) => ({ versionId, chunk, capability })
   },
   nested: {
-    payload: { parentCallId: wire(Schema.String, "parent_call_id"), name: Schema.String, args: Schema.optional(Schema.Unknown) },
+    payload: {
+      parentCallId: wire(Schema.String, "parent_call_id"),
+      capability: Capability,
+      name: Schema.String,
+      args: Schema.optional(Schema.Unknown)
+    },
     success: Schema.Unknown,
     value: true,
     method: "nested",
-    args: (parentCallId: string, name: string, args: unknown) => ({ parentCallId, name, args })
+    args: (parentCallId: string, capability: Capability, name: string, args: unknown) => ({ parentCallId, capability, name, args })
   }
 })
 
@@ -149,7 +174,9 @@ export const CancelMessage = Schema.Struct({
   v: V,
   kind: Schema.Literal("cancel"),
   sessionId: wire(Ids.SessionId, "session_id"),
-  callId: wire(Schema.String, "call_id")
+  callId: wire(Schema.String, "call_id"),
+  /** The invocation's capability: a worker cancels only the invocation it was given with. */
+  capability: Capability
 })
 
 /**

@@ -127,7 +127,8 @@ export const capacityConformance = (name: string, transport: () => Layer.Layer<T
             parent_call_id: null,
             depth: 0,
             within_change: false,
-            timeout_ms: 30_000
+            timeout_ms: 30_000,
+            capability: "AAAAAAAAAAAAAAAAAAAAAA"
           }),
           { timeoutMs: 30_000 }
         ))

@@ -4,13 +4,14 @@
  * TypeScript tool on a worker composing a base tool of the session, a deadline, cancel across,
  * module state per session, a worker closed mid-invocation, and no child left behind.
  */
-import { tool } from "@jitbox/core"
+import { JitHarnessSnapshot, tool } from "@jitbox/core"
 import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
 import * as Coordinator from "../src/Coordinator.js"
 import * as ExecutionProfile from "../src/ExecutionProfile.js"
@@ -196,8 +197,17 @@ const rawActivate = (context: Context.Context<Transport.Transport>, subject: Sub
       language,
       entrypoint: "double",
       entry_file: "double.ts",
+      capability: "AAAAAAAAAAAAAAAAAAAAAA",
       ...(leaseId === undefined ? {} : { lease_id: leaseId })
     }), { timeoutMs: 10_000 })
+    const parsed = JSON.parse(new TextDecoder().decode(reply.data)) as { kind: string; error?: { _tag: string; reason: string; detail: string } }
+    return parsed.error
+  })
+
+/** A request sent as anyone could send it; answers the reply's error (tag, reason, detail), or `undefined` for an `ok`. */
+const rawRequest = (context: Context.Context<Transport.Transport>, subject: Subject.Subject, kind: string, fields: Record<string, unknown>) =>
+  Effect.promise(async () => {
+    const reply = await Context.get(context, TransportTag.Transport).request(subject, Envelope.encode(kind, fields), { timeoutMs: 10_000 })
     const parsed = JSON.parse(new TextDecoder().decode(reply.data)) as { kind: string; error?: { _tag: string; reason: string; detail: string } }
     return parsed.error
   })
@@ -273,6 +283,60 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
             await new Promise((resolve) => setTimeout(resolve, 10))
           }
         })
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a package is fetched only with the capability of its version: a stolen version id gets no source", () =>
+      Effect.gen(function*() {
+        const { context, prefix, sessions } = yield* setup(makeLayer)
+        const session = sessions.get("s1")
+        yield* Effect.promise(() => session.createTool({ entrypoint: "double", language: "javascript", source: doubleJs }))
+        const record = (yield* Effect.promise(() => session.snapshot())).tools.find((t) => t.name === "double")!
+        const versionId = JitHarnessSnapshot.codeVersionId(record)
+        const error = yield* rawRequest(context, Subject.sessionPackage(prefix, Ids.sessionId("s1")), "package", {
+          version_id: versionId,
+          chunk: 0,
+          capability: "AAAAAAAAAAAAAAAAAAAAAA"
+        })
+        assert.strictEqual(error?._tag, "TransportError", JSON.stringify(error))
+        assert.strictEqual(error?.reason, "InvalidArgument")
+        assert.strictEqual(yield* Effect.promise(() => session.callTool("double", { value: 3 })), 6, "the session keeps working")
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a nested call acts only as the invocation it was sent with: a running call's id read from a heartbeat changes nothing, and a cancel without its capability stops nothing", () =>
+      Effect.gen(function*() {
+        const { context, prefix, sessions, worker } = yield* setup(makeLayer, undefined, { heartbeatMs: 50 })
+        const session = sessions.get("s1")
+        yield* Effect.promise(() => session.createTool({ entrypoint: "hang", language: "javascript", source: hangJs }))
+        const sid = Ids.sessionId("s1")
+        const transport = Context.get(context, TransportTag.Transport)
+        const heard: Array<string> = []
+        const beats = yield* transport.subscribe(Subject.sessionHeartbeat(prefix, sid))
+        yield* Effect.forkScoped(Stream.runForEach(beats, (message) =>
+          Effect.sync(() => heard.push(...(JSON.parse(new TextDecoder().decode(message.data)) as { call_ids: Array<string> }).call_ids))))
+        const controller = new AbortController()
+        const pending = session.callTool("hang", {}, { signal: controller.signal })
+        pending.catch(() => {})
+        yield* waitUntil("a heartbeat names the running call", () => heard.length > 0 && worker.running() === 1)
+        const victim = heard[0]!
+        const before = yield* Effect.promise(() => session.snapshot())
+        for (const [name, args] of [["update_tool", { name: "hang", source: doubleJs }], ["create_tool", { entrypoint: "double", language: "javascript", source: doubleJs }]] as const) {
+          const error = yield* rawRequest(context, Subject.sessionNested(prefix, sid), "nested", {
+            parent_call_id: victim,
+            capability: "AAAAAAAAAAAAAAAAAAAAAA",
+            name,
+            args
+          })
+          assert.strictEqual(error?._tag, "ToolRejected", JSON.stringify(error))
+          assert.strictEqual(error?.reason, "NoActiveInvocation")
+        }
+        assert.deepStrictEqual(yield* Effect.promise(() => session.snapshot()), before, "no change was made")
+        transport.publish(Subject.workerCancel(prefix), Envelope.encode("cancel", { session_id: "s1", call_id: victim, capability: "AAAAAAAAAAAAAAAAAAAAAA" }))
+        yield* Effect.sleep("300 millis")
+        assert.strictEqual(worker.running(), 1, "a cancel without the invocation's capability stops nothing")
+        controller.abort()
+        assert.strictEqual(((yield* rejection(pending)) as { _tag?: string })._tag, "ToolCancelled")
+        yield* waitUntil("the session's own cancel stops it", () => worker.running() === 0)
+        track(worker)
       }).pipe(Effect.scoped), 60_000)
 
     it.live("two sessions with the same tool and version do not share module state", () =>

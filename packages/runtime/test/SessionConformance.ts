@@ -385,6 +385,27 @@ export const sessionConformance = (name: string, makeLayer: () => Layer.Layer<Tr
       })
     })
 
+    it.scopedLive("a call captured and sent again runs once: its call_id is refused DuplicateCall, a fresh one runs", () =>
+      Effect.gen(function*() {
+        let runs = 0
+        const counted = tool({ name: "counted", description: "Counts its runs.", guidelines: "Use in tests." }, () => ++runs)
+        const w = yield* world(gatedStore().store, [counted])
+        yield* w.host()
+        const subject = Subject.sessionCall(w.prefix, Ids.sessionId("s1"))
+        const captured = Envelope.encode("call", { name: "counted", call_id: "toolu_once", args: {} })
+        const send = (payload: string) =>
+          Effect.promise(() => w.transport.request(subject, payload, { timeoutMs: 5_000 })).pipe(
+            Effect.map((reply) => JSON.parse(Transport.text(reply)) as { v: number; kind: string; value?: unknown; error?: { _tag: string; reason: string } })
+          )
+        yield* Effect.promise(() => w.remote("s1").listTools())
+        assert.deepStrictEqual(yield* send(captured), { v: 2, kind: "ok", value: 1 })
+        const replayed = yield* send(captured)
+        assert.strictEqual(replayed.error?._tag, "ToolRejected")
+        assert.strictEqual(replayed.error?.reason, "DuplicateCall")
+        assert.strictEqual(runs, 1, "the replay ran nothing")
+        assert.strictEqual((yield* send(Envelope.encode("call", { name: "counted", call_id: "toolu_next", args: {} }))).value, 2)
+      }))
+
     it.scopedLive("a message that does not decode gets a typed Decode reply and changes nothing", () =>
       Effect.gen(function*() {
         const gated = gatedStore()

@@ -41,7 +41,8 @@ const activation: WorkerProtocol.Activation = {
   language: "javascript",
   entrypoint: "slow",
   entryFile: "index.js",
-  leaseId: Ids.leaseId("lease_1")
+  leaseId: Ids.leaseId("lease_1"),
+  capability: "AAAAAAAAAAAAAAAAAAAAAA" as WorkerProtocol.Capability
 }
 
 /** A sandbox whose invocations run until their signal aborts. */

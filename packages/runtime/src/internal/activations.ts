@@ -26,7 +26,8 @@ export interface Options {
   /** Activations kept, at least 1. */
   readonly cacheSize: number
   readonly sandbox: SandboxRunner.SandboxRunner
-  readonly fetch: (sessionId: Ids.SessionId, versionId: string) => Promise<Record<string, string>>
+  /** Fetches a package with the capability of the request that needs it. */
+  readonly fetch: (sessionId: Ids.SessionId, versionId: string, capability: WorkerProtocol.Capability) => Promise<Record<string, string>>
   /** The host nested calls of the session's code go to. */
   readonly hostFor: (sessionId: Ids.SessionId) => CodeRunner.CallHost
 }
@@ -89,7 +90,7 @@ export class Activations {
 
   private load(request: WorkerProtocol.Activation, environment: Admitted, activationId: string): Promise<CodeRunner.CodeToolMetadata> {
     this.fetched++
-    return this.o.fetch(request.sessionId, request.versionId).then((files) =>
+    return this.o.fetch(request.sessionId, request.versionId, request.capability).then((files) =>
       this.o.sandbox.activate(
         {
           sessionId: request.sessionId,

@@ -14,7 +14,7 @@
  *
  * The per-invocation path is Promise code; Effect runs the loops.
  */
-import { ThrownValue, type CodeRunner } from "@jitbox/core"
+import { HarnessError, ThrownValue, type CodeRunner } from "@jitbox/core"
 import type { SandboxRunner } from "@jitbox/sandbox"
 import type * as Clock from "effect/Clock"
 import * as Either from "effect/Either"
@@ -52,6 +52,8 @@ export interface Finished {
 interface Running {
   readonly sessionId: Ids.SessionId
   readonly callId: string
+  /** What the session gave this invocation: its nested calls carry it, and only a cancel with it stops it. */
+  readonly capability: WorkerProtocol.Capability
   readonly controller: AbortController
   readonly deadline: number | null
   readonly trace: TraceContext.InvocationTrace
@@ -125,7 +127,7 @@ const runOne = async (
     parentCallId: request.parentCallId,
     depth: request.depth
   })
-  running.set(runningKey, { sessionId: request.sessionId, callId: request.callId, controller, deadline, trace: traced })
+  running.set(runningKey, { sessionId: request.sessionId, callId: request.callId, capability: request.capability, controller, deadline, trace: traced })
   let finished = false
   let errorType: string | null = null
   try {
@@ -169,11 +171,14 @@ const nestedHost = ({ clock, options, running, transport }: Table, sessionId: Id
     sessionId,
     callTool: async (parentCallId, name, args) => {
       const parent = running.get(key(sessionId, parentCallId))
-      const timeoutMs = parent?.deadline == null ? options.nestedTimeoutMs : Math.max(1, parent.deadline - clock.unsafeCurrentTimeMillis())
+      if (parent === undefined) {
+        throw new HarnessError.ToolRejected({ name, reason: "NoActiveInvocation", detail: `call '${parentCallId}' does not run on this worker` })
+      }
+      const timeoutMs = parent.deadline === null ? options.nestedTimeoutMs : Math.max(1, parent.deadline - clock.unsafeCurrentTimeMillis())
       const json = Envelope.encodeValue(args, `the arguments of '${name}'`, subject)
       if (Either.isLeft(json)) throw json.left
-      const body = Wire.message(WorkerProtocol.session, "nested", { parentCallId, name }, "args", json.right)
-      const reply = await transport.request(subject, body, { timeoutMs, signal: parent?.controller.signal, headers: parent?.trace.headers })
+      const body = Wire.message(WorkerProtocol.session, "nested", { parentCallId, capability: parent.capability, name }, "args", json.right)
+      const reply = await transport.request(subject, body, { timeoutMs, signal: parent.controller.signal, headers: parent.trace.headers })
       const answer = valueOf(reply, subject)
       if (Either.isLeft(answer)) throw answer.left
       return answer.right
@@ -195,7 +200,8 @@ export const make = (options: Options): Effect.Effect<Invocations, TransportErro
         Effect.sync(() => {
           const cancel = Envelope.decode(WorkerProtocol.CancelMessage, message.data, message.subject)
           if (Either.isLeft(cancel)) return
-          running.get(key(cancel.right.sessionId, cancel.right.callId))?.controller.abort()
+          const call = running.get(key(cancel.right.sessionId, cancel.right.callId))
+          if (call !== undefined && call.capability === cancel.right.capability) call.controller.abort()
         })
       ),
       Effect.ignore,

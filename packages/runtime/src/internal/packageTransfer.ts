@@ -74,12 +74,12 @@ export const join = (parts: ReadonlyArray<Uint8Array>, versionId: string, subjec
 
 /** The worker's end: fetches a package version from its session, each chunk within `timeoutMs`. */
 export const fetcher = (transport: Transport.TransportShape, prefix: Subject.Prefix, timeoutMs: number) =>
-async (sessionId: Ids.SessionId, versionId: string): Promise<Record<string, string>> => {
+async (sessionId: Ids.SessionId, versionId: string, capability: WorkerProtocol.Capability): Promise<Record<string, string>> => {
   const subject = Subject.sessionPackage(prefix, sessionId)
   const session = Protocol.client(WorkerProtocol.session, () => subject, (_kind, payload) => transport.request(subject, payload, { timeoutMs }))
   const parts: Array<Uint8Array> = []
   for (let chunk = 0, chunks = 1; chunk < chunks; chunk++) {
-    const part = await session("package", { versionId, chunk })
+    const part = await session("package", { versionId, chunk, capability })
     chunks = part.chunks
     parts.push(Buffer.from(part.data, "base64"))
   }

@@ -26,13 +26,16 @@ import { RemoteExecutionError } from "../RemoteExecutionError.js"
 import { TransportError } from "../TransportError.js"
 import type * as WireError from "../WireError.js"
 import * as WorkerProtocol from "../WorkerProtocol.js"
+import type { Capabilities } from "./capabilities.js"
 import type * as Heartbeats from "./heartbeats.js"
 import * as Wire from "./wire.js"
 
 /** An activation the runner made: what every message about it carries, and the harness that made it. */
 export interface Registered {
   readonly host: CodeRunner.CallHost
-  readonly fields: Omit<WorkerProtocol.Activation, "leaseId">
+  readonly fields: Omit<WorkerProtocol.Activation, "leaseId" | "capability">
+  /** Where its session keeps the capabilities it hands out. */
+  readonly capabilities: Capabilities
 }
 
 export interface Options {
@@ -68,7 +71,7 @@ interface Env {
   /** Pauses by the context's `Clock` (a `Busy` answer's back-off). */
   readonly sleep: (ms: number) => Promise<void>
   readonly route: (registered: Registered) => { readonly subject: Subject.Subject; readonly leaseId: Ids.LeaseId | undefined }
-  readonly cancel: (sessionId: Ids.SessionId, callId: string) => void
+  readonly cancel: (sessionId: Ids.SessionId, callId: string, capability: WorkerProtocol.Capability) => void
 }
 
 /**
@@ -119,9 +122,12 @@ const invokeOne = async (
   const timeoutMs = context.deadline === null ? null : Math.max(1, context.deadline - sent)
   const args = Envelope.encodeValue(invocation.args, `the arguments of '${invocation.toolName}'`, subject)
   if (Either.isLeft(args)) throw args.left
+  const capabilities = registered.capabilities
+  const capability = capabilities.issue(registered.fields.versionId, context.callId)
   const body = Wire.message(WorkerProtocol.worker, "invoke", {
     ...registered.fields,
     leaseId,
+    capability,
     toolName: invocation.toolName,
     callId: context.callId,
     parentCallId: context.parentCallId,
@@ -133,7 +139,7 @@ const invokeOne = async (
   const watched = options.watchdog.watch(sessionId, context.callId, invocation.toolName, subject)
   const lost = watched.lost
   const onCallerAbort = () => {
-    cancel(sessionId, context.callId)
+    cancel(sessionId, context.callId, capability)
     lost.abort(signal?.reason)
   }
   if (signal?.aborted === true) lost.abort(signal.reason)
@@ -141,7 +147,7 @@ const invokeOne = async (
   // a worker that went silent may still be alive (cut off from the session): tell it to stop
   const onLost = () => {
     const reason: unknown = lost.signal.reason
-    if (reason instanceof RemoteExecutionError) cancel(sessionId, context.callId)
+    if (reason instanceof RemoteExecutionError) cancel(sessionId, context.callId, capability)
   }
   lost.signal.addEventListener("abort", onLost, { once: true })
   try {
@@ -155,6 +161,7 @@ const invokeOne = async (
       options.trace.invocationHeaders(context)
     )
   } finally {
+    capabilities.revoke(capability)
     options.watchdog.unwatch(watched)
     signal?.removeEventListener("abort", onCallerAbort)
     lost.signal.removeEventListener("abort", onLost)
@@ -165,8 +172,15 @@ const invokeOne = async (
 const activateOne = async (env: Env, registered: Registered): Promise<CodeRunner.CodeToolMetadata> => {
   const { now, options, route } = env
   const { leaseId, subject } = route(registered)
-  const body = Wire.message(WorkerProtocol.worker, "activate", { ...registered.fields, leaseId }, "args", undefined)
-  const metadata = decodeMetadata(await sendUntilAnswered(env, subject, body, now() + options.activateTimeoutMs, 0))
+  const capability = registered.capabilities.issue(registered.fields.versionId)
+  const body = Wire.message(WorkerProtocol.worker, "activate", { ...registered.fields, leaseId, capability }, "args", undefined)
+  let answer: unknown
+  try {
+    answer = await sendUntilAnswered(env, subject, body, now() + options.activateTimeoutMs, 0)
+  } finally {
+    registered.capabilities.revoke(capability)
+  }
+  const metadata = decodeMetadata(answer)
   if (Either.isLeft(metadata)) throw new ProtocolError({ reason: "Decode", subject, detail: `the metadata: ${metadata.left.message.slice(0, 500)}` })
   return metadata.right as CodeRunner.CodeToolMetadata
 }
@@ -201,9 +215,12 @@ export const make = (options: Options): Effect.Effect<RemoteInvocations, never, 
       return { subject: subjectOf(grant, registered.fields.language), leaseId: grant?.id as Ids.LeaseId | undefined }
     }
 
-    const cancel = (sessionId: Ids.SessionId, callId: string) => {
+    const cancel = (sessionId: Ids.SessionId, callId: string, capability: WorkerProtocol.Capability) => {
       try {
-        transport.publish(Subject.workerCancel(options.prefix), JSON.stringify(encodeCancel({ v: Envelope.version, kind: "cancel", sessionId, callId })))
+        transport.publish(
+          Subject.workerCancel(options.prefix),
+          JSON.stringify(encodeCancel({ v: Envelope.version, kind: "cancel", sessionId, callId, capability }))
+        )
       } catch {
         // the transport is closed: no worker runs it any more
       }

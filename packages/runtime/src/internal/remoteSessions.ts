@@ -7,7 +7,7 @@
  * closed when its last activation is forgotten; serving a session again waits until its previous
  * scope has closed, so two responders never answer one session.
  */
-import type { CodeRunner } from "@jitbox/core"
+import { type CodeRunner, HarnessError } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
@@ -18,7 +18,9 @@ import * as Protocol from "../Protocol.js"
 import * as Subject from "../Subject.js"
 import type * as TraceContext from "../TraceContext.js"
 import * as Transport from "../Transport.js"
+import { TransportError } from "../TransportError.js"
 import * as WorkerProtocol from "../WorkerProtocol.js"
+import { Capabilities } from "./capabilities.js"
 import type * as Heartbeats from "./heartbeats.js"
 import { Packages } from "./packageTransfer.js"
 
@@ -27,6 +29,8 @@ export interface ServedSession {
   /** The harness the nested calls go into (the latest to activate). */
   host: CodeRunner.CallHost
   readonly packages: Packages
+  /** What its workers may fetch and call back as (`capabilities`). */
+  readonly capabilities: Capabilities
   readonly activations: Set<string>
   /** Resolves once its subjects are served. */
   readonly serving: Promise<void>
@@ -49,6 +53,18 @@ export interface Options {
 
 const kindOf = (subject: string): string => subject.endsWith(".package") ? "package" : "nested"
 
+/** A fetch without the capability of the version: answered as a version that is not here, which it is not for the asker. */
+const noPackage = (versionId: string, subject: string) =>
+  new TransportError({ reason: "InvalidArgument", subject, detail: `no package version ${versionId} here for this capability` })
+
+/** A nested call without the capability of the call it names: answered as a call that is not running. */
+const notRunning = (name: string, parentCallId: string) =>
+  new HarnessError.ToolRejected({
+    name,
+    reason: "NoActiveInvocation",
+    detail: `no running call '${parentCallId}' holds this capability: a nested call acts only as the invocation it was sent with`
+  })
+
 /** The sessions served, each until it is closed or the scope closes. */
 export const make = (options: Options): Effect.Effect<RemoteSessions, never, Scope.Scope | Transport.Transport> =>
   Effect.gen(function*() {
@@ -61,9 +77,14 @@ export const make = (options: Options): Effect.Effect<RemoteSessions, never, Sco
 
     const handler = (entry: ServedSession) =>
       Protocol.serve(WorkerProtocol.session, {
-        package: ({ chunk, versionId }, request) => entry.packages.chunk(versionId, chunk, transport.maxPayload(), request!.subject),
-        nested: ({ args, name, parentCallId }, request) =>
-          options.trace.incoming(entry.host.sessionId, request!.headers, () => entry.host.callTool(parentCallId, name, args ?? {}))
+        package: ({ capability, chunk, versionId }, request) => {
+          if (!entry.capabilities.allowsPackage(capability, versionId)) throw noPackage(versionId, request!.subject)
+          return entry.packages.chunk(versionId, chunk, transport.maxPayload(), request!.subject)
+        },
+        nested: ({ args, capability, name, parentCallId }, request) => {
+          if (!entry.capabilities.allowsCall(capability, parentCallId)) throw notRunning(name, parentCallId)
+          return options.trace.incoming(entry.host.sessionId, request!.headers, () => entry.host.callTool(parentCallId, name, args ?? {}))
+        }
       }, { kindOf })
 
     const open = (sessionId: Ids.SessionId, host: CodeRunner.CallHost): ServedSession => {
@@ -73,7 +94,14 @@ export const make = (options: Options): Effect.Effect<RemoteSessions, never, Sco
         return found
       }
       const scope = Effect.runSync(Scope.fork(outer, ExecutionStrategy.sequential))
-      const entry = { host, packages: new Packages(), activations: new Set<string>(), scope, serving: undefined as unknown as Promise<void> }
+      const entry = {
+        host,
+        packages: new Packages(),
+        capabilities: new Capabilities(),
+        activations: new Set<string>(),
+        scope,
+        serving: undefined as unknown as Promise<void>
+      }
       const serve = Effect.all([
         options.watchdog.listen(sessionId),
         transport.serve(Subject.sessionPackage(options.prefix, sessionId), { concurrency: 8 }, handler(entry)),

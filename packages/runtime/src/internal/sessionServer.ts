@@ -3,8 +3,11 @@
  * (`Protocol.serve` over the actor's handlers); `session.<sid>.call` is written by hand because it
  * is the hot path: a call runs (concurrently with other calls) in the trace context its request
  * carried, its arguments and result are bounded by JT-LIM-02, and `cancel` aborts a running call
- * named by its `call_id`. Plain Promise code: it runs once per remote call.
+ * named by its `call_id`. A `call_id` is used once: the same id sent again within the window of
+ * the last `callIdWindow` ids (a captured call replayed) is refused `ToolRejected` `DuplicateCall`
+ * and runs nothing. Plain Promise code: it runs once per remote call.
  */
+import { HarnessError } from "@jitbox/core"
 import * as Either from "effect/Either"
 import * as Envelope from "../Envelope.js"
 import * as Protocol from "../Protocol.js"
@@ -15,10 +18,15 @@ import type * as Transport from "../Transport.js"
 import { TransportError } from "../TransportError.js"
 import * as WireError from "../WireError.js"
 import { attempt } from "./replies.js"
+import { SeenCallIds } from "./seenCallIds.js"
+
+/** How many of a session's latest call ids are remembered. */
+export const callIdWindow = 4_096
 
 /** `session.<sid>.call`. */
 export const callHandler = (api: SessionApi, trace: TraceContext.TraceContextShape): Transport.Handler => {
   const cancellable = new Map<string, AbortController>()
+  const seen = new SeenCallIds(callIdWindow)
   const op = SessionProtocol.call.call
   return (request) => {
     const subject = request.subject
@@ -44,6 +52,15 @@ export const callHandler = (api: SessionApi, trace: TraceContext.TraceContextSha
     const callId = message.call_id
     if (callId === undefined) {
       return attempt(() => trace.incoming(api.sessionId, request.headers, () => api.callTool(name, message.args))).then(answer, failure)
+    }
+    if (!seen.admit(callId)) {
+      return Envelope.error(
+        new HarnessError.ToolRejected({
+          name,
+          reason: "DuplicateCall",
+          detail: `call id '${callId.slice(0, 128)}' was already sent to this session: a call id is used once, so a call sent again runs once`
+        })
+      )
     }
     const controller = new AbortController()
     cancellable.set(callId, controller)
