@@ -54,10 +54,12 @@ export interface CoordinatorOptions {
   readonly invocationsPerGrant?: number | undefined
   /** Its id in NATS service discovery (default: a fresh one). */
   readonly coordinatorId?: string | undefined
-  /** Workers whose capacity it keeps at most (default 1 024; `WorkerCapacity`). */
+  /** Workers whose capacity it keeps at most (default 256; `WorkerCapacity`); a new worker's report finding the table full is dropped. */
   readonly maxWorkers?: number | undefined
   /** Report intervals a worker may miss before it is forgotten (default 3). */
   readonly capacityMisses?: number | undefined
+  /** The longest a worker is kept without a report, whatever interval it claims (default 15 000 ms). */
+  readonly capacityTtlMs?: number | undefined
 }
 
 /** The name coordinators answer NATS service discovery under (`nats micro ls`). @since 0.1.0 @category constants */
@@ -93,7 +95,12 @@ export const make = (
       ledger: LeaseLedger.make(yield* Ledger)
     }
     const run = promiseRunner(yield* Effect.runtime<never>())
-    const workers = yield* WorkerCapacity.track({ prefix, maxWorkers: options.maxWorkers, misses: options.capacityMisses })
+    const workers = yield* WorkerCapacity.track({
+      prefix,
+      maxWorkers: options.maxWorkers,
+      misses: options.capacityMisses,
+      maxTtlMs: options.capacityTtlMs
+    })
     const handlers: Protocol.Handlers<typeof operations> = {
       admit: (request) => run(LeaseGrants.admit(grants, request)),
       renew: (request) => run(LeaseGrants.renew(grants, request)),
