@@ -7,7 +7,9 @@
  * With `--store <dir>` snapshots are JSON files in that directory (`SnapshotStore.layerFile`), so
  * a session survives this process and any host sharing the directory can take it over; without
  * it they stay in this process's memory. A session idle for `--idle-timeout` is stored and
- * released. Each host claims a session (a JetStream KV record per session, `KvSessionOwnership`)
+ * released (one activated and never used, after 30 s). At most `--max-sessions` (or
+ * `JITBOX_MAX_SESSIONS`, default 1 000) are active at once: one more passivates the least recently
+ * used idle session first, and is refused `TransportError` `Busy` when every session is busy. Each host claims a session (a JetStream KV record per session, `KvSessionOwnership`)
  * before it activates it, so a session is active in one host at a time, and every session's events
  * and profile records are published (`StreamPublisher`).
  *
@@ -26,6 +28,7 @@ import { Command, HelpDoc, Options } from "@effect/cli"
 import { type HarnessError, type JitHarnessSnapshot, JitPolicy } from "@jitbox/core"
 import { KvSessionOwnership, NatsTransport } from "@jitbox/nats"
 import { Ids, RemoteCodeRunner, type SessionOwnership, Sessions, SnapshotStore, StreamPublisher, type TransportError } from "@jitbox/runtime"
+import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -71,6 +74,16 @@ export const idleTimeout = Options.text("idle-timeout").pipe(
   Options.withDescription("How long a session may be idle before it is stored and released: 500ms, 30s, 5m, 1h (default 5m)"),
   Options.withDefault("5m"),
   Options.mapTryCatch(parseDuration, (error) => HelpDoc.p(error instanceof Error ? error.message : String(error)))
+)
+
+/** @since 0.1.0 @category options */
+export const maxSessions = Options.integer("max-sessions").pipe(
+  Options.withDescription(
+    `The most sessions active in this host at once (environment variable JITBOX_MAX_SESSIONS; default ${Sessions.defaults.maxActiveSessions}): ` +
+      "one more passivates the least recently used idle session first, and is refused Busy when every session is busy"
+  ),
+  Options.withFallbackConfig(Config.integer("JITBOX_MAX_SESSIONS")),
+  Options.withDefault(Sessions.defaults.maxActiveSessions)
 )
 
 /** @since 0.1.0 @category options */
@@ -121,7 +134,7 @@ export type SessionsCommandError =
   | SessionOwnership.OwnershipError
 
 /** @since 0.1.0 @category commands */
-export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, profile, deploymentConsent, policy, otlp: Telemetry.otlp }, (config): Effect.Effect<never, SessionsCommandError> =>
+export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, maxSessions, profile, deploymentConsent, policy, otlp: Telemetry.otlp }, (config): Effect.Effect<never, SessionsCommandError> =>
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
     yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
@@ -143,6 +156,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
       prefix,
       harness: { codeExecution: "sandboxed", ...Option.match(config.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) }) },
       idleTimeout: config.idleTimeout,
+      maxActiveSessions: config.maxSessions,
       activation: true,
       ...Option.match(config.profile, {
         onNone: () => ({}),

@@ -106,7 +106,7 @@ describe("jitbox --help (in this process)", () => {
   it.each([
     ["coordinator", [...common, "--profiles"]],
     ["worker", [...common, "--pool", "--languages", "--concurrency", "--grace-ms", "--id", "--log-invocations"]],
-    ["sessions", [...common, "--store", "--pool", "--idle-timeout"]]
+    ["sessions", [...common, "--store", "--pool", "--idle-timeout", "--max-sessions"]]
   ])("jitbox %s --help names its options", async (subcommand, options) => {
     const { exit, stdout } = await inProcess([subcommand, "--help"])
     expect(Exit.isSuccess(exit)).toBe(true)

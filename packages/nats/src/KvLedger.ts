@@ -5,9 +5,18 @@
  * grant is counted once. The bucket outlives every coordinator process: a restarted coordinator
  * reads the spent budgets and live leases back.
  *
+ * A removal (the coordinator's ledger compaction) is `kv.purge` at the revision read (a
+ * compare-and-set too: a record written meanwhile is not removed). nats-server 2.9 has no per-key
+ * TTL (a bucket's `max_age` would expire live records as well), and a purge leaves a marker
+ * message of a few bytes under the key, which `keys` never lists; with `reclaim`, the removal then
+ * purges the key's subject up to that marker (`$JS.API.STREAM.PURGE` with the marker's sequence,
+ * so a write that came after it stays), and the bucket keeps nothing of the removed record. Without
+ * the permission to purge the stream, the marker stays and the removal still succeeds.
+ *
  * @since 0.1.0
  */
 import type { NatsConnection as NatsClient } from "@nats-io/transport-node"
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream"
 import { type KV, Kvm } from "@nats-io/kv"
 import { Ledger } from "@jitbox/runtime"
 import * as Effect from "effect/Effect"
@@ -28,13 +37,30 @@ export const bucketOf = (namespace: string): string => `jitbox-ledger-${namespac
 
 const encoder = new TextEncoder()
 
+/** What removing a record's marker needs: the stream's manager and the bucket's name. @since 0.1.0 @category models */
+export interface Reclaim {
+  readonly jsm: JetStreamManager
+  readonly bucket: string
+}
+
+/** Purges the marker a removal left under `key`, up to its own sequence; failures leave the marker. */
+const reclaimMarker = async (kv: KV, reclaim: Reclaim, key: string): Promise<void> => {
+  try {
+    const marker = await kv.get(key)
+    if (marker === null || marker.operation === "PUT") return
+    await reclaim.jsm.streams.purge(`KV_${reclaim.bucket}`, { filter: `$KV.${reclaim.bucket}.${key}`, seq: marker.revision + 1 })
+  } catch {
+    // the marker stays: a few bytes, never listed
+  }
+}
+
 /**
- * A `Ledger` over `kv`.
+ * A `Ledger` over `kv`; with `reclaim`, a removal leaves nothing in the bucket.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const fromBucket = (kv: KV): Ledger.LedgerShape => ({
+export const fromBucket = (kv: KV, reclaim?: Reclaim): Ledger.LedgerShape => ({
   get: (key) =>
     Effect.tryPromise({
       try: () => kv.get(key),
@@ -61,6 +87,16 @@ export const fromBucket = (kv: KV): Ledger.LedgerShape => ({
           detail: isConflict(error) ? `the record moved past revision ${expected}` : detail(error)
         })
     }),
+  remove: (key, expected) =>
+    Effect.tryPromise({
+      try: () => kv.purge(key, { previousSeq: expected }),
+      catch: (error) =>
+        new Ledger.LedgerError({
+          reason: isConflict(error) ? "Conflict" : "Unavailable",
+          key,
+          detail: isConflict(error) ? `the record moved past revision ${expected}` : detail(error)
+        })
+    }).pipe(Effect.zipRight(reclaim === undefined ? Effect.void : Effect.promise(() => reclaimMarker(kv, reclaim, key)))),
   keys: (prefix, limit) =>
     Effect.tryPromise({
       try: async () => {
@@ -88,9 +124,12 @@ export const fromBucket = (kv: KV): Ledger.LedgerShape => ({
  */
 export const make = (nc: NatsClient, options: KvLedgerOptions): Effect.Effect<Ledger.LedgerShape, Ledger.LedgerError> =>
   Effect.tryPromise({
-    try: () => new Kvm(nc).create(options.bucket, { history: 1, replicas: options.replicas ?? 1 }),
+    try: async () => {
+      const kv = await new Kvm(nc).create(options.bucket, { history: 1, replicas: options.replicas ?? 1 })
+      return fromBucket(kv, { jsm: await jetstreamManager(nc), bucket: options.bucket })
+    },
     catch: (error) => new Ledger.LedgerError({ reason: "Unavailable", key: "", detail: `cannot open the KV bucket '${options.bucket}': ${detail(error)}` })
-  }).pipe(Effect.map(fromBucket))
+  })
 
 /**
  * The ledger in a KV bucket, on the process's `NatsConnection`.

@@ -6,6 +6,8 @@
  * with the expected revision for a release), so the server itself decides which of two hosts wins.
  * nats-server 2.9 has no per-key TTL: the expiry is the timestamp in the record, compared with
  * the reader's Effect `Clock` (see the runtime's `SessionOwnership` for what that asks of clocks).
+ * A value that is not a claim record (garbage, or larger than any record can be) is no claim: a
+ * host takes the key over by `kv.update` on the revision it read, so only one host wins it.
  * A release leaves the key's delete marker (the bucket keeps one revision per key). `list` reads
  * every claim record, without writing or creating anything, for operators (`jitbox status`).
  *
@@ -39,7 +41,7 @@ export const bucketOf = (namespace: string): string => `jitbox-owners-${namespac
 const maxRecordBytes = 4_096
 
 const decoder = new TextDecoder()
-const decodeClaim = Schema.decodeUnknownEither(SessionOwnership.ClaimRecord)
+const decodeClaim = Schema.decodeUnknownEither(SessionOwnership.ClaimHead)
 
 /**
  * The service over an open bucket. Throws `ConfigError` for a bad `ttlMs`.
@@ -57,11 +59,8 @@ export const fromBucket = (kv: KV, options: SessionOwnership.OwnershipOptions = 
         Effect.tryPromise({ try: () => kv.get(keyOf(sessionId)), catch: unavailable(sessionId, "cannot read the claim") }),
         (entry) => {
           if (entry === null || entry.operation !== "PUT") return Effect.succeed(undefined)
-          if (entry.value.length > maxRecordBytes) {
-            return Effect.fail(
-              new SessionOwnership.OwnershipError({ reason: "Invalid", sessionId, detail: `the claim record is ${entry.value.length} bytes, no claim record` })
-            )
-          }
+          // Larger than any claim record: not read, and no claim (the next claim replaces it).
+          if (entry.value.length > maxRecordBytes) return Effect.succeed({ value: null, revision: entry.revision })
           const text = decoder.decode(entry.value)
           let value: unknown = text
           try {

@@ -8,6 +8,7 @@
 import { add } from "../../core/test/fixtures.js"
 import {
   Coordinator,
+  CoordinatorClient,
   ExecutionProfile,
   Ids,
   RemoteCodeRunner,
@@ -135,6 +136,9 @@ describe("NATS authorization: each role with the least permissions it needs", ()
       assert.deepStrictEqual(sessions.active(), [s1])
       assert.isString(sessions.leases.get(s1)?.leaseId(), "the session holds a lease the worker checked")
       assert.isAtLeast(coordinator.requests(), 1)
+      // The coordinator lists its ledger (as its sweep does) on its own credentials.
+      const view = yield* Effect.flatMap(CoordinatorClient.make({ namespace }), (client) => client.leases()).pipe(Effect.provide(host))
+      assert.deepStrictEqual(view.sessions.map((session) => session.sessionId), [s1])
 
       yield* waitFor("the observer sees the call's events", () => seen.some((event) => event.name === "jit_tool_completed"))
       assert.includeMembers(seen.map((event) => event.subject), [`${prefix}.events.s1.jit_tool_started`, `${prefix}.events.s1.jit_tool_completed`])

@@ -2,11 +2,12 @@
  * Session ownership in a JetStream KV bucket on a real nats-server (one for this file): the
  * ownership suite (under the TestClock: expiry is the record's timestamp against the Effect
  * clock), plus two connections (two hosts) racing for the same sessions, a record that does not
- * decode, and the bucket's default name.
+ * decode (taken over, by one host only; a host of sessions activates the session), and the
+ * bucket's default name.
  */
 import { NatsServer } from "@jitbox/testing"
 import { HarnessError } from "@jitbox/core"
-import { Ids } from "@jitbox/runtime"
+import { Ids, MemoryTransport, Sessions, SnapshotStore, Subject } from "@jitbox/runtime"
 import { Kvm } from "@nats-io/kv"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -77,21 +78,67 @@ it.scoped("a claim taken over through another connection makes the first host's 
     assert.strictEqual(lost.owner, "host-b")
   }))
 
-it.scoped("a record someone else wrote that does not decode is Invalid, and is not taken over", () =>
+it.scoped("a record someone else wrote that does not decode is no claim: a host takes it over, by compare-and-set; a newer version's live claim is honoured", () =>
   Effect.gen(function*() {
     const bucket = nextBucket()
     const ownership = yield* host({ bucket })
     const nc = yield* client()
     const kv = yield* Effect.promise(() => new Kvm(nc).open(bucket))
-    const cases = [["text", "not json"], ["v2", JSON.stringify({ v: 2, owner: "future", expiresAt: 0 })], ["big", "x".repeat(10_000)]] as const
+    const cases = [["text", "not json"], ["v0", JSON.stringify({ v: 0, owner: "past", expiresAt: 9e15 })], ["big", "x".repeat(10_000)]] as const
     for (const [name, value] of cases) {
       const sid = Ids.sessionId(name)
       yield* Effect.promise(() => kv.put(`session.${sid}`, value))
-      const error = yield* Effect.flip(ownership.claim(sid, "host-a"))
-      assert.strictEqual(error._tag, "OwnershipError")
-      assert.strictEqual(error.reason, "Invalid", name)
-      assert.strictEqual((yield* Effect.promise(() => kv.get(`session.${sid}`)))!.string(), value)
+      assert.isTrue(Option.isNone(yield* ownership.holder(sid)), name)
+      const claim = yield* ownership.claim(sid, "host-a")
+      assert.strictEqual((yield* Effect.promise(() => kv.get(`session.${sid}`)))!.json<{ owner: string }>().owner, "host-a", name)
+      yield* claim.renew
+      yield* claim.release
     }
+    // A later format with an owner and an expiry is read as a claim: live, it is Held; lapsed, taken over.
+    const future = Ids.sessionId("v2")
+    yield* Effect.promise(() => kv.put(`session.${future}`, JSON.stringify({ v: 2, owner: "future", expiresAt: 5_000, more: [1] })))
+    const held = yield* Effect.flip(ownership.claim(future, "host-a"))
+    assert.strictEqual(held.reason, "Held")
+    assert.strictEqual(held.owner, "future")
+    yield* TestClock.adjust(5_000)
+    yield* ownership.claim(future, "host-a")
+  }))
+
+it.scoped("two hosts racing for a session whose record is garbage: exactly one wins, the other is refused Held naming it", () =>
+  Effect.gen(function*() {
+    const bucket = nextBucket()
+    const hostA = yield* host({ bucket })
+    const hostB = yield* host({ bucket })
+    const nc = yield* client()
+    const kv = yield* Effect.promise(() => new Kvm(nc).open(bucket))
+    const sessions = Array.from({ length: 10 }, (_, index) => Ids.sessionId(`junk-${index}`))
+    for (const sid of sessions) yield* Effect.promise(() => kv.put(`session.${sid}`, "\u0000garbage"))
+    const results = yield* Effect.forEach(sessions, (sid) =>
+      Effect.all([Effect.either(hostA.claim(sid, "host-a")), Effect.either(hostB.claim(sid, "host-b"))], { concurrency: 2 }), { concurrency: "unbounded" })
+    for (const [a, b] of results) {
+      assert.strictEqual([a, b].filter(Either.isRight).length, 1)
+      const winner = Either.isRight(a) ? a.right.ownerId : Either.isRight(b) ? b.right.ownerId : undefined
+      const loser = Either.isLeft(a) ? a.left : Either.isLeft(b) ? b.left : undefined
+      assert.strictEqual(loser?.reason, "Held")
+      assert.strictEqual(loser?.owner, winner)
+    }
+  }))
+
+it.scoped("a host of sessions activates a session whose claim key holds garbage, and claims it", () =>
+  Effect.gen(function*() {
+    const bucket = nextBucket()
+    const nc = yield* client()
+    const kv = yield* Effect.promise(() => new Kvm(nc).create(bucket, { history: 1 }))
+    yield* Effect.promise(() => kv.put("session.poisoned", "{ not a claim"))
+    const context = yield* Layer.build(Layer.mergeAll(
+      MemoryTransport.layer(),
+      SnapshotStore.layerMemory(),
+      KvSessionOwnership.layer({ bucket }).pipe(Layer.provide(NatsConnection.layer(connection())))
+    ))
+    const sessions = yield* Sessions.make({ prefix: Subject.prefix(Ids.namespace("owners")), ownerId: "host-a" }).pipe(Effect.provide(context))
+    yield* sessions.activate(Ids.sessionId("poisoned"))
+    assert.deepStrictEqual(sessions.active(), [Ids.sessionId("poisoned")])
+    assert.strictEqual((yield* Effect.promise(() => kv.get("session.poisoned")))!.json<{ owner: string }>().owner, "host-a")
   }))
 
 it.scoped("the bucket is jitbox-owners-<namespace>; without a bucket or a namespace the layer fails ConfigError", () =>

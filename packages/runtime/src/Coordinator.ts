@@ -23,13 +23,23 @@
  * out (or that a new admission of the same session replaces) counts as fully spent: a budget is
  * never handed out twice, whatever a crashed session had spent. A profile's concurrency slots are
  * held per lease, so the sessions of one profile together never hold more than it allows.
+ *
+ * The ledger is compacted: a session's record whose lease ended is kept `ledgerRetentionMs`
+ * (default 24 h) after the lease ended, so a session admitted again within that time keeps what it
+ * spent, and one whose lease ended having spent nothing is deleted at once. A fiber on the context's
+ * `Clock` sweeps the ledger every `sweepIntervalMs` (default 60 s), looking at the `sweepLimit`
+ * (default 256) least recently written session records each time: the ledger holds the live
+ * sessions and those that ended within the retention, however many sessions were ever admitted.
  * Time is the context's `Clock`. It answers NATS service discovery (`ServiceDiscovery`) as
  * `jitbox-coordinator`.
  *
  * @since 0.1.0
  */
 import { HarnessError } from "@jitbox/core"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { operations } from "./CoordinatorProtocol.js"
 import type * as ExecutionProfile from "./ExecutionProfile.js"
@@ -54,11 +64,31 @@ export interface CoordinatorOptions {
   readonly invocationsPerGrant?: number | undefined
   /** Its id in NATS service discovery (default: a fresh one). */
   readonly coordinatorId?: string | undefined
-  /** Workers whose capacity it keeps at most (default 1 024; `WorkerCapacity`). */
+  /** Workers whose capacity it keeps at most (default 256; `WorkerCapacity`); a new worker's report finding the table full is dropped. */
   readonly maxWorkers?: number | undefined
   /** Report intervals a worker may miss before it is forgotten (default 3). */
   readonly capacityMisses?: number | undefined
+  /** The longest a worker is kept without a report, whatever interval it claims (default 15 000 ms). */
+  readonly capacityTtlMs?: number | undefined
+  /** How long a session's ledger record is kept after its lease ended (default 24 h); 0: deleted by the next sweep. */
+  readonly ledgerRetentionMs?: number | undefined
+  /** How often the ledger is swept for ended records (default 60 000 ms). */
+  readonly sweepIntervalMs?: number | undefined
+  /** Session records one sweep looks at, at most (default 256). */
+  readonly sweepLimit?: number | undefined
 }
+
+/** @since 0.1.0 @category constants */
+export const defaults = {
+  ledgerRetentionMs: 24 * 60 * 60 * 1000,
+  sweepIntervalMs: 60_000,
+  sweepLimit: 256
+} as const
+
+const checkInteger = (option: string, value: number, least: number) =>
+  Number.isSafeInteger(value) && value >= least
+    ? Effect.succeed(value)
+    : Effect.fail(new HarnessError.ConfigError({ option, detail: `expected an integer ≥ ${least}, got ${value}` }))
 
 /** The name coordinators answer NATS service discovery under (`nats micro ls`). @since 0.1.0 @category constants */
 export const serviceName = "jitbox-coordinator"
@@ -85,6 +115,9 @@ export const make = (
     if (!Number.isSafeInteger(perGrant) || perGrant < 1) {
       return yield* new HarnessError.ConfigError({ option: "invocationsPerGrant", detail: `expected an integer ≥ 1, got ${perGrant}` })
     }
+    const retentionMs = yield* checkInteger("ledgerRetentionMs", options.ledgerRetentionMs ?? defaults.ledgerRetentionMs, 0)
+    const sweepIntervalMs = yield* checkInteger("sweepIntervalMs", options.sweepIntervalMs ?? defaults.sweepIntervalMs, 1)
+    const sweepLimit = yield* checkInteger("sweepLimit", options.sweepLimit ?? defaults.sweepLimit, 1)
     const prefix = Subject.prefix(options.namespace, options.subjectRoot)
     const grants: LeaseGrants.Grants = {
       namespace: options.namespace,
@@ -92,8 +125,22 @@ export const make = (
       perGrant,
       ledger: LeaseLedger.make(yield* Ledger)
     }
-    const run = promiseRunner(yield* Effect.runtime<never>())
-    const workers = yield* WorkerCapacity.track({ prefix, maxWorkers: options.maxWorkers, misses: options.capacityMisses })
+    const runner = promiseRunner(yield* Effect.runtime<never>())
+    // The operations and each step of a sweep take turns: a listing of the ledger (the KV client's
+    // `keys`) never runs while a record is being deleted, which would stall it.
+    const lock = yield* Effect.makeSemaphore(1)
+    const step = lock.withPermits(1)
+    const run = <A, E>(effect: Effect.Effect<A, E>) => runner(step(effect))
+    const sweep = Effect.flatMap(Clock.currentTimeMillis, (now) => grants.ledger.compact(now, retentionMs, sweepLimit, step)).pipe(
+      Effect.catchAll((error) => Effect.logWarning(`jitbox: the ledger sweep failed, the next one tries again: ${error.message}`))
+    )
+    yield* Effect.forkScoped(Effect.interruptible(Effect.schedule(sweep, Schedule.spaced(Duration.millis(sweepIntervalMs)))))
+    const workers = yield* WorkerCapacity.track({
+      prefix,
+      maxWorkers: options.maxWorkers,
+      misses: options.capacityMisses,
+      maxTtlMs: options.capacityTtlMs
+    })
     const handlers: Protocol.Handlers<typeof operations> = {
       admit: (request) => run(LeaseGrants.admit(grants, request)),
       renew: (request) => run(LeaseGrants.renew(grants, request)),

@@ -38,7 +38,15 @@ export interface LedgerShape {
    * new revision; otherwise fails `Conflict`.
    */
   readonly put: (key: string, value: unknown, expected: number) => Effect.Effect<number, LedgerError>
-  /** The keys of the live records under `prefix` (`session.`: every session's), at most `limit` of them, in no set order. */
+  /**
+   * Deletes the record if it is still at `expected`; otherwise fails `Conflict`. A deleted key is
+   * not listed by `keys`, reads as missing, and may be created again (revision `0`).
+   */
+  readonly remove: (key: string, expected: number) => Effect.Effect<void, LedgerError>
+  /**
+   * The keys of the live records under `prefix` (`session.`: every session's), at most `limit` of
+   * them, the least recently written first (so a bounded sweep sees the oldest records first).
+   */
   readonly keys: (prefix: string, limit: number) => Effect.Effect<ReadonlyArray<string>, LedgerError>
 }
 
@@ -67,8 +75,19 @@ export const makeMemory = (): LedgerShape => {
           return Effect.fail(new LedgerError({ reason: "Conflict", key, detail: `expected revision ${expected}, found ${current}` }))
         }
         const revision = ++sequence
+        // deleted first, so the map's order is the order of the last writes
+        records.delete(key)
         records.set(key, { json: JSON.stringify(value), revision })
         return Effect.succeed(revision)
+      }),
+    remove: (key, expected) =>
+      Effect.suspend(() => {
+        const current = records.get(key)?.revision ?? 0
+        if (current === 0 || current !== expected) {
+          return Effect.fail(new LedgerError({ reason: "Conflict", key, detail: `expected revision ${expected}, found ${current}` }))
+        }
+        records.delete(key)
+        return Effect.void
       }),
     keys: (prefix, limit) => Effect.sync(() => [...records.keys()].filter((key) => key.startsWith(prefix)).slice(0, Math.max(0, limit)))
   }

@@ -74,6 +74,8 @@ export interface SessionActor {
   readonly idleFor: (now: number) => number
   /** Whether a request is attached (LIFE-02): its bindings must not be released under it. */
   readonly pinned: () => boolean
+  /** Whether any call or request has run since it activated. */
+  readonly used: () => boolean
 }
 
 /** Why a session could not be activated. @since 0.1.0 @category errors */
@@ -214,6 +216,7 @@ export const make = (
       persist: Effect.tryPromise({ try: () => persister.persist(), catch: (error) => error as JitHarnessSnapshot.SnapshotError }),
       inflight: () => activity.inflight,
       idleFor: (now) => activity.idleFor(now),
-      pinned: () => built.active
+      pinned: () => built.active,
+      used: () => activity.used
     }
   })

@@ -10,8 +10,14 @@
  * fails `Lost`, naming the new owner, once someone else has taken the session over. A live claim
  * of another owner is refused `Held`, naming it. The expiry is a timestamp in the record (epoch
  * milliseconds of the claimant's Effect `Clock`, so a test drives it with `TestClock`), compared
- * with the reader's clock: `ttlMs` must be well above the clock skew between hosts. A record that
- * does not decode is `Invalid` and is not taken over (it may be a newer format).
+ * with the reader's clock: `ttlMs` must be well above the clock skew between hosts.
+ *
+ * The record is versioned (`v`): this version writes `v: 1`, and reads any version `v ≥ 1` that
+ * carries an `owner` and an `expiresAt` (fields a later version adds are ignored), so a newer
+ * host's live claim is still honoured. A record that does not decode at all (garbage, a value
+ * someone with write access to the store put there, an oversized value) is no claim: it counts as
+ * expired, and a host takes it over by compare-and-set on its revision, so of two hosts racing for
+ * it exactly one wins. Garbage can thus cost a session nothing but a take-over, never block it.
  *
  * `layerMemory` keeps the records in this process; `fromRecords` builds the service over any
  * compare-and-set store, as `KvSessionOwnership` in `@jitbox/nats` does over a JetStream KV bucket.
@@ -32,7 +38,7 @@ import type * as Ids from "./Ids.js"
 /**
  * A claim refused or lost. `Held`: another owner's live claim (`owner`, `expiresAt`). `Lost`:
  * the claim was taken over (`owner` is who holds the session now, if anyone) or released.
- * `Invalid`: a bad owner id, or a stored record that does not decode. `Unavailable`: the store
+ * `Invalid`: a bad owner id. `Unavailable`: the store
  * failed (`sessionId` is empty when it failed to open).
  *
  * @since 0.1.0
@@ -61,6 +67,19 @@ export const ClaimRecord = Schema.Struct({
   expiresAt: Schema.Number.pipe(Schema.finite())
 })
 
+/**
+ * What a reader needs of a claim record of any version (`v ≥ 1`): who holds the session and until
+ * when. Other fields, which a later version may add, are ignored.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ClaimHead = Schema.Struct({
+  v: Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)),
+  owner: OwnerId,
+  expiresAt: Schema.Number.pipe(Schema.finite())
+})
+
 /** A live claim: who holds a session, and until when. @since 0.1.0 @category models */
 export interface Holder {
   readonly ownerId: string
@@ -83,7 +102,7 @@ export interface Claim {
 export interface SessionOwnershipShape {
   /** How long a claim lives unless renewed. */
   readonly ttlMs: number
-  /** Claims the session for `ownerId`: free, expired, or already this owner's (a restarted host); `Held` otherwise. */
+  /** Claims the session for `ownerId`: free, expired, undecodable, or already this owner's (a restarted host); `Held` otherwise. */
   readonly claim: (sessionId: Ids.SessionId, ownerId: string) => Effect.Effect<Claim, OwnershipError>
   /** The live claim on the session, if any. */
   readonly holder: (sessionId: Ids.SessionId) => Effect.Effect<Option.Option<Holder>, OwnershipError>
@@ -119,7 +138,7 @@ export interface ClaimRecords {
 /** Rounds of read and compare-and-set a claim tries before it gives up `Unavailable`. */
 const maxAttempts = 5
 
-const decodeRecord = Schema.decodeUnknownEither(ClaimRecord)
+const decodeHead = Schema.decodeUnknownEither(ClaimHead)
 const encodeRecord = Schema.encodeSync(ClaimRecord)
 const decodeOwner = Schema.decodeUnknownEither(OwnerId)
 
@@ -135,24 +154,31 @@ const checkTtl = (options: OwnershipOptions): number => {
 
 const until = (expiresAt: number): string => Number.isFinite(expiresAt) && Math.abs(expiresAt) < 8.64e15 ? new Date(expiresAt).toISOString() : String(expiresAt)
 
-/** A session's record, decoded, and its revision; `undefined` when there is none. */
-type Read = (sessionId: Ids.SessionId) => Effect.Effect<{ readonly record: typeof ClaimRecord.Type; readonly revision: number } | undefined, OwnershipError>
+/**
+ * A session's record, decoded, and its revision; `undefined` when there is none. A record that does
+ * not decode reads as `record: undefined` at its revision: no claim, which the next claim replaces.
+ */
+type Read = (
+  sessionId: Ids.SessionId
+) => Effect.Effect<{ readonly record: typeof ClaimHead.Type | undefined; readonly revision: number } | undefined, OwnershipError>
 
 /** Fails `Lost`, naming whoever holds the session now. */
 type LostError = (sessionId: Ids.SessionId, what: string) => Effect.Effect<never, OwnershipError>
 
 const reader = (records: ClaimRecords): Read => (sessionId) =>
-  Effect.flatMap(records.get(sessionId), (entry) => {
+  Effect.flatMap(records.get(sessionId), (entry): ReturnType<Read> => {
     if (entry === undefined) return Effect.succeed(undefined)
-    const decoded = decodeRecord(entry.value)
-    return Either.isLeft(decoded)
-      ? Effect.fail(new OwnershipError({ reason: "Invalid", sessionId, detail: `the claim record does not decode: ${firstIssue(decoded.left)}` }))
-      : Effect.succeed({ record: decoded.right, revision: entry.revision })
+    const decoded = decodeHead(entry.value)
+    if (Either.isRight(decoded)) return Effect.succeed({ record: decoded.right, revision: entry.revision })
+    return Effect.as(
+      Effect.logWarning(`jitbox: the claim record of session ${sessionId} does not decode; it counts as expired: ${firstIssue(decoded.left)}`),
+      { record: undefined, revision: entry.revision }
+    )
   })
 
 const lostError = (read: Read): LostError => (sessionId, what) =>
   Effect.flatMap(Effect.either(read(sessionId)), (current) => {
-    const owner = Either.isRight(current) ? current.right?.record.owner : undefined
+    const owner = Either.isRight(current) ? current.right?.record?.owner : undefined
     return Effect.fail(
       new OwnershipError({
         reason: "Lost",
@@ -195,7 +221,7 @@ const makeClaim = (records: ClaimRecords, ttlMs: number, lost: LostError) =>
   })
 
 /** Why another owner's live claim refuses this one. */
-const held = (sessionId: Ids.SessionId, record: typeof ClaimRecord.Type) =>
+const held = (sessionId: Ids.SessionId, record: typeof ClaimHead.Type) =>
   new OwnershipError({
     reason: "Held",
     sessionId,
@@ -204,7 +230,7 @@ const held = (sessionId: Ids.SessionId, record: typeof ClaimRecord.Type) =>
     detail: `held by ${record.owner} until ${until(record.expiresAt)}`
   })
 
-/** Claims a session: free, expired or already this owner's, in up to `maxAttempts` rounds of read and compare-and-set. */
+/** Claims a session: free, expired, undecodable or already this owner's, in up to `maxAttempts` rounds of read and compare-and-set. */
 const claimer = (records: ClaimRecords, ttlMs: number, read: Read, lost: LostError) => {
   const claimAt = makeClaim(records, ttlMs, lost)
   return (sessionId: Ids.SessionId, ownerId: string): Effect.Effect<Claim, OwnershipError> =>
@@ -216,7 +242,7 @@ const claimer = (records: ClaimRecords, ttlMs: number, read: Read, lost: LostErr
       for (let attempt = 0; attempt < maxAttempts; attempt++) {
         const now = yield* Clock.currentTimeMillis
         const current = yield* read(sessionId)
-        if (current !== undefined && current.record.owner !== ownerId && current.record.expiresAt > now) {
+        if (current?.record !== undefined && current.record.owner !== ownerId && current.record.expiresAt > now) {
           return yield* Effect.fail(held(sessionId, current.record))
         }
         const expiresAt = now + ttlMs
@@ -241,7 +267,7 @@ export const fromRecords = (records: ClaimRecords, options: OwnershipOptions = {
   const holder = (sessionId: Ids.SessionId) =>
     Effect.flatMap(read(sessionId), (current) =>
       Effect.map(Clock.currentTimeMillis, (now) =>
-        current === undefined || current.record.expiresAt <= now
+        current?.record === undefined || current.record.expiresAt <= now
           ? Option.none()
           : Option.some({ ownerId: current.record.owner, expiresAt: current.record.expiresAt })))
   return { ttlMs, claim: claimer(records, ttlMs, read, lostError(read)), holder }

@@ -4,8 +4,16 @@
  * embedded caller uses it (`get(sid)`), or when a remote caller, finding nobody serving
  * `session.<sid>.call`, asks `sessions.activate` (this host answers in the `sessions` queue
  * group). It is passivated once it has been idle for `idleTimeout` (no call or request running,
- * no request attached): its snapshot is stored first, and if that fails it stays active. `forget`
+ * no request attached): its snapshot is stored first, and if that fails it stays active. A session
+ * activated but not used since (no call, no request: a `sessions.activate` for a made-up id) is
+ * passivated once it has been so for `admissionWindow` (default 30 s) instead. `forget`
  * releases it at once (LIFE-06; the stored snapshot stays).
+ *
+ * A host holds at most `maxActiveSessions` sessions (default 1 000). An activation that finds them
+ * all taken first passivates the least recently used idle session (the same path as idle
+ * passivation: stored, then closed, its claim released); when every session is busy (running a
+ * call or request, or with a request attached) it is refused with `TransportError` `Busy` and
+ * nothing changes: no session is closed, no claim or lease taken.
  *
  * An embedded caller talks to the harness directly: `get(sid)` answers a `LocalSession` whose
  * `callTool` is the harness's own, with no message and no Effect on the way. It is both the
@@ -78,6 +86,14 @@ export interface SessionsOptions {
   readonly template?: JitHarnessSnapshot.JitHarnessSnapshot | undefined
   /** How long a session may be idle before it is passivated (default 5 minutes). */
   readonly idleTimeout?: Duration.DurationInput | undefined
+  /**
+   * Sessions active in this host at most (default 1 000; activating and closing ones count). An
+   * activation beyond it first passivates the least recently used idle session; when every one
+   * is busy or pinned it is refused with `TransportError` `Busy`.
+   */
+  readonly maxActiveSessions?: number | undefined
+  /** How long a session activated but not used since (no call, no request) stays active (default 30 s; at most `idleTimeout`). */
+  readonly admissionWindow?: Duration.DurationInput | undefined
   /** Whether this host answers `sessions.activate` for remote callers (default true). */
   readonly activation?: boolean | undefined
   readonly callConcurrency?: number | undefined
@@ -109,6 +125,8 @@ export interface SessionAdmission extends LeasedAdmission.LeaseTimings {
 /** @since 0.1.0 @category constants */
 export const defaults = {
   idleTimeout: Duration.minutes(5),
+  maxActiveSessions: 1_000,
+  admissionWindow: Duration.seconds(30),
   /** The queue group of `sessions.activate`. */
   activationQueue: "sessions"
 } as const
@@ -290,7 +308,15 @@ export const make = (
     const transport = yield* Transport.Transport
     const context = yield* Effect.context<Transport.Transport | SnapshotStore.SnapshotStore>()
     const run = promiseRunner(yield* Effect.runtime<never>())
-    const idleMs = Duration.toMillis(Duration.decode(options.idleTimeout ?? defaults.idleTimeout))
+    const timeouts: Passivation.Timeouts = {
+      idleMs: Duration.toMillis(Duration.decode(options.idleTimeout ?? defaults.idleTimeout)),
+      admissionMs: Duration.toMillis(Duration.decode(options.admissionWindow ?? defaults.admissionWindow))
+    }
+    const maxActive = options.maxActiveSessions ?? defaults.maxActiveSessions
+    if (!Number.isSafeInteger(maxActive) || maxActive < 1) {
+      return yield* new HarnessError.ConfigError({ option: "maxActiveSessions", detail: `expected an integer ≥ 1, got ${maxActive}` })
+    }
+    const clock = yield* Effect.clock
     /** The admissions of the active sessions, by session id (each removed when its session's scope closes). */
     const admissions = new Map<Ids.SessionId, LeasedAdmission.LeasedAdmission>()
     const ownership = Option.getOrUndefined(yield* Effect.serviceOption(SessionOwnership.SessionOwnership))
@@ -318,7 +344,15 @@ export const make = (
       start: (sessionId) => run(start(sessionId)),
       run,
       hostScope,
-      onActive: (sessionId, actor) => locals.get(sessionId)?.relay(actor)
+      onActive: (sessionId, actor) => locals.get(sessionId)?.relay(actor),
+      maxActive,
+      now: () => clock.unsafeCurrentTimeMillis(),
+      full: () =>
+        new TransportError({
+          reason: "Busy",
+          subject: Subject.sessionsActivate(options.prefix),
+          detail: `${maxActive} sessions are active on this host (maxActiveSessions) and none is idle`
+        })
     })
 
     /**
@@ -332,7 +366,7 @@ export const make = (
       await run(slots.releaseStored(sessionId))
     }
 
-    yield* Passivation.sweep(slots, idleMs)
+    yield* Passivation.sweep(slots, timeouts)
     if (options.activation !== false) {
       yield* ActivationResponder.serve(
         transport,
@@ -347,7 +381,7 @@ export const make = (
       get: localSession(locals, { acquire: slots.acquire, activeActor: slots.activeActor, forget: slots.forget }),
       forget: slots.forget,
       activate: (sessionId) => Effect.tryPromise({ try: () => slots.acquire(sessionId), catch: (error) => error as SessionActor.ActivationError }),
-      passivate: Passivation.passivate(slots, idleMs),
+      passivate: Passivation.passivate(slots, timeouts),
       active: slots.active,
       leases: SessionLeases.view(admissions)
     }

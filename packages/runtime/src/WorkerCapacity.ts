@@ -9,11 +9,15 @@
  * When its scope closes it reports `draining: true` at once, and keeps reporting while its
  * invocations finish. Every coordinator reads the reports into a `Table`, decoded with a schema
  * (a message that does not decode, or is larger than any report can be, is dropped): an entry
- * lives until `misses` report intervals (its own `interval_ms`) pass without a report, measured
- * with the context's `Clock`. The table holds at most `maxWorkers` entries: a report of a new
- * worker id finding it full (after the expired ones are dropped) is refused, so a flood of made-up
- * ids can neither grow it nor push out the workers it knows. The coordinator answers the live
- * entries on `coordinator.workers`.
+ * lives until `misses` report intervals (its own `interval_ms`) pass without a report, but never
+ * longer than `maxTtlMs` (default 15 s, three of the default 5 s intervals) whatever interval a
+ * report claims, measured with the context's `Clock`. Each worker id has one entry, which its next
+ * report replaces, and an entry's size is bounded by the report's schema (at most 4 KiB). The table
+ * holds at most `maxWorkers` entries (default 256): a report of a new worker id finding it full
+ * (after the expired ones are dropped) is refused (counted in `refused`), so a flood of made-up ids
+ * can neither grow it nor push out the workers it knows, and made-up ids are gone `maxTtlMs` after
+ * the flood stops. A worker that reports less often than every `maxTtlMs / misses` drops out of
+ * the table between its reports. The coordinator answers the live entries on `coordinator.workers`.
  *
  * @since 0.1.0
  */
@@ -40,7 +44,9 @@ export const defaults = {
   /** Report intervals without a report after which a coordinator forgets a worker. */
   misses: 3,
   /** The most workers a coordinator's table holds. */
-  maxWorkers: 1_024
+  maxWorkers: 256,
+  /** The longest an entry lives without a report, whatever interval the report claims (3 × 5 s). */
+  maxTtlMs: 15_000
 } as const
 
 /** @since 0.1.0 @category constants */
@@ -224,10 +230,12 @@ export const reporter = (options: ReporterOptions): Effect.Effect<Reporter, neve
 
 /** @since 0.1.0 @category models */
 export interface TableOptions {
-  /** Entries kept at most (default 1 024). */
+  /** Entries kept at most (default 256). */
   readonly maxWorkers?: number | undefined
   /** Report intervals without a report before an entry expires (default 3). */
   readonly misses?: number | undefined
+  /** The longest an entry lives without a report, whatever its `interval_ms` (default 15 000 ms). */
+  readonly maxTtlMs?: number | undefined
 }
 
 /** @since 0.1.0 @category models */
@@ -250,6 +258,7 @@ export interface Table {
 export const table = (options: TableOptions = {}): Table => {
   const maxWorkers = options.maxWorkers ?? defaults.maxWorkers
   const misses = options.misses ?? defaults.misses
+  const maxTtlMs = options.maxTtlMs ?? defaults.maxTtlMs
   const entries = new Map<string, WorkerCapacity>()
   let refused = 0
 
@@ -274,7 +283,7 @@ export const table = (options: TableOptions = {}): Table => {
         running: report.running,
         draining: report.draining,
         lastSeen: now,
-        expiresAt: now + report.interval_ms * misses
+        expiresAt: now + Math.min(report.interval_ms * misses, maxTtlMs)
       })
       return true
     },

@@ -106,7 +106,7 @@ export const capacityConformance = (name: string, transport: () => Layer.Layer<T
           running: 0,
           draining: false
         })
-        assert.strictEqual(listed!.expiresAt - listed!.lastSeen, 3 * 600_000)
+        assert.strictEqual(listed!.expiresAt - listed!.lastSeen, WorkerCapacity.defaults.maxTtlMs, "a 10 min interval is kept at most maxTtlMs")
 
         // An invocation whose package the session has not sent yet is running on the worker.
         let sendPackage!: () => void
@@ -199,6 +199,24 @@ export const capacityConformance = (name: string, transport: () => Layer.Layer<T
         yield* TestClock.adjust("1500 millis")
         const after = yield* eventually(client.workers(), (workers) => idsOf(workers).join() === "steady", "the silent worker to expire")
         assert.isAtLeast(after[0]!.lastSeen, 1_000)
+      })))
+
+    it.effect("made-up workers claiming the longest interval are forgotten capacityTtlMs after their last report, by the Clock", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const prefix = Subject.prefix(namespace)
+        const client = yield* startCoordinator(namespace, { maxWorkers: 4, capacityTtlMs: 3_000 })
+        for (let i = 0; i < 10; i++) {
+          yield* Transport.publish(Subject.workersCapacity(prefix), report(`forged_${i}`, { interval_ms: WorkerCapacity.limits.maxIntervalMs }))
+        }
+        const full = yield* eventually(client.workers(), (workers) => workers.length === 4, "the table to fill")
+        assert.deepStrictEqual(idsOf(full), ["forged_0", "forged_1", "forged_2", "forged_3"])
+        yield* TestClock.adjust("2999 millis")
+        assert.strictEqual((yield* client.workers()).length, 4)
+        yield* TestClock.adjust("1 millis")
+        assert.deepStrictEqual(yield* client.workers(), [])
+        yield* Transport.publish(Subject.workersCapacity(prefix), report("real", { interval_ms: 1_000 }))
+        yield* eventually(client.workers(), (workers) => idsOf(workers).join() === "real", "a real worker to join")
       })))
 
     it.live("a flood of made-up worker ids cannot grow the table past maxWorkers nor push out a known worker", () =>

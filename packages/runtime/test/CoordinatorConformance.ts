@@ -101,6 +101,50 @@ export const coordinatorConformance = (
         assert.strictEqual(view.profiles.find((profile) => profile.name === "standard")?.slotsHeld, 2)
       })))
 
+    it.effect("the ledger is compacted: once the leases of many made-up sessions end, the session records return to the live ones (TestClock)", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const records = Context.get(yield* Layer.build(ledger(namespace)), LedgerTag)
+        yield* startCoordinator(namespace, { ledgerRetentionMs: 60_000, sweepIntervalMs: 1_000, sweepLimit: 8 })
+        const client = yield* CoordinatorClient.make({ namespace })
+        const policy = { leaseLifetimeSeconds: 30 }
+        const admit = (name: string, deploymentConsent = true) =>
+          client.admit({ sessionId: Ids.sessionId(name), profile: "standard", policy, deploymentConsent })
+        // Counted through the coordinator's `leases`, which takes turns with the sweep's steps.
+        const sessionKeys = Effect.map(client.leases(), (view) => view.sessions.map((session) => `session.${session.sessionId}`).sort())
+        // Made-up sessions, never renewed: half with consent (an expired lease counts whole), half without (granted nothing).
+        for (let i = 0; i < 30; i++) yield* admit(`fake${i}`, i % 2 === 0)
+        // Released having spent nothing: nothing to remember, deleted at once.
+        const idle = yield* admit("idle")
+        yield* client.release({ sessionId: Ids.sessionId("idle"), leaseId: idle.lease.id, spent: { invocations: 0, tools: 0, repairs: 0 } })
+        // Released having spent some: kept for the retention, so an admission within it keeps what was spent.
+        const spent = yield* admit("spent")
+        yield* client.release({ sessionId: Ids.sessionId("spent"), leaseId: spent.lease.id, spent: { invocations: 2, tools: 0, repairs: 0 } })
+        let live = (yield* admit("live")).lease
+        assert.strictEqual((yield* sessionKeys).length, 32)
+        assert.notInclude(yield* sessionKeys, "session.idle")
+        // Within the retention the spent budget is remembered.
+        yield* TestClock.adjust("10 seconds")
+        live = yield* client.renew({ sessionId: Ids.sessionId("live"), leaseId: live.id, more: false })
+        const view = yield* client.leases()
+        assert.deepStrictEqual(view.sessions.find((session) => session.sessionId === "spent")?.spent.invocations, 2)
+        // The live session renews every 10 s; everything else ends (at 30 s) and is swept after the
+        // retention (60 s), at most 8 records a sweep. Each step moves the clock 1 s and lets a sweep
+        // under way finish (its store is real I/O), until only the live session is left.
+        for (let i = 0; i < 1_000 && (yield* sessionKeys).join() !== "session.live"; i++) {
+          yield* TestClock.adjust("1 second")
+          if (i % 10 === 9) live = yield* client.renew({ sessionId: Ids.sessionId("live"), leaseId: live.id, more: false })
+          yield* settle(10)
+        }
+        yield* settle(50)
+        assert.deepStrictEqual(yield* sessionKeys, ["session.live"])
+        assert.deepStrictEqual(yield* records.keys("session.", 1_000), ["session.live"])
+        assert.deepStrictEqual((yield* client.leases()).sessions.map((session) => session.sessionId), ["live"])
+        // A made-up session admitted again starts afresh; the live one renews as before.
+        assert.strictEqual((yield* admit("fake0")).lease.invocations, (yield* admit("never-seen")).lease.invocations)
+        assert.strictEqual((yield* client.renew({ sessionId: Ids.sessionId("live"), leaseId: live.id, more: false })).id, live.id)
+      })))
+
     it.effect("leases: each profile with the slots held, each session with its live lease, what it spent and what is left; read only", () =>
       run(Effect.gen(function*() {
         const namespace = freshNamespace()

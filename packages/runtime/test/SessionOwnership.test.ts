@@ -1,11 +1,13 @@
 /**
  * Session ownership in this process: the shared suite (SessionOwnershipConformance.ts) on the
- * memory layer, under the TestClock, and its options.
+ * memory layer, under the TestClock, its options, and a store holding garbage (over `fromRecords`).
  */
 import { HarnessError } from "@jitbox/core"
 import { assert, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Ids from "../src/Ids.js"
 import * as SessionOwnership from "../src/SessionOwnership.js"
 import { sessionOwnershipConformance } from "./SessionOwnershipConformance.js"
 
@@ -17,4 +19,35 @@ it.effect("a ttlMs that is not a positive integer fails the layer with ConfigErr
     assert.instanceOf(error, HarnessError.ConfigError)
     assert.strictEqual(error.option, "ttlMs")
     assert.strictEqual(SessionOwnership.makeMemory().ttlMs, 30_000)
+  }))
+
+it.effect("a stored record that does not decode is no claim: it is taken over by compare-and-set at its revision; a newer version is read by its owner and expiry", () =>
+  Effect.gen(function*() {
+    const values = new Map<string, { value: unknown; revision: number }>([
+      ["junk", { value: "garbage", revision: 7 }],
+      ["v1-bad", { value: { v: 1, owner: "", expiresAt: "soon" }, revision: 8 }],
+      ["v3", { value: { v: 3, owner: "newer-host", expiresAt: 1_000, extra: true }, revision: 9 }]
+    ])
+    const writes: Array<[string, number]> = []
+    const ownership = SessionOwnership.fromRecords({
+      get: (sessionId) => Effect.sync(() => values.get(sessionId)),
+      put: (sessionId, value, expected) =>
+        Effect.sync(() => {
+          if ((values.get(sessionId)?.revision ?? 0) !== expected) return undefined
+          writes.push([sessionId, expected])
+          values.set(sessionId, { value, revision: expected + 1 })
+          return expected + 1
+        }),
+      remove: (sessionId) => Effect.sync(() => values.delete(sessionId))
+    })
+    for (const name of ["junk", "v1-bad"]) {
+      const sid = Ids.sessionId(name)
+      assert.isTrue(Option.isNone(yield* ownership.holder(sid)))
+      const claim = yield* ownership.claim(sid, "host-a")
+      assert.strictEqual(claim.ownerId, "host-a")
+    }
+    assert.deepStrictEqual(writes, [["junk", 7], ["v1-bad", 8]])
+    const held = yield* Effect.flip(ownership.claim(Ids.sessionId("v3"), "host-a"))
+    assert.strictEqual(held.reason, "Held")
+    assert.strictEqual(held.owner, "newer-host")
   }))

@@ -2,21 +2,28 @@
  * What the host of sessions does in its own process, beyond the shared actor suite: it is the
  * core's `Sessions` too, a local session's events outlive passivation, an attached request pins
  * a session, a store that fails keeps the session (and says so), a template starts every new
- * session, and closing the host releases every harness.
+ * session, closing the host releases every harness, and the host's bounds: at most
+ * `maxActiveSessions` (the least recently used idle one passivated first, `Busy` when all are
+ * busy) and a short `admissionWindow` for a session nobody uses.
  */
 import { HarnessError, JitHarnessSnapshot, type JitToolEvent, Sessions as CoreSessions, tool } from "@jitbox/core"
 import { assert, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
+import * as Envelope from "../src/Envelope.js"
 import * as Ids from "../src/Ids.js"
 import * as MemoryTransport from "../src/MemoryTransport.js"
+import * as RemoteSession from "../src/RemoteSession.js"
 import * as Sessions from "../src/Sessions.js"
 import * as SnapshotStore from "../src/SnapshotStore.js"
 import * as Subject from "../src/Subject.js"
+import * as Transport from "../src/Transport.js"
+import { TransportError } from "../src/TransportError.js"
 import { add, twiceSource } from "../../core/test/fixtures.js"
 
 const prefix = Subject.prefix(Ids.namespace("local"))
@@ -153,5 +160,87 @@ describe("Sessions in this process", () => {
       const refused = yield* Effect.promise(() => host.get("s2").callTool("add", { left: 1, right: 1 }).then(() => undefined, (error) => error))
       assert.instanceOf(refused, HarnessError.HarnessReleased)
       assert.deepStrictEqual(host.active(), [])
+    }))
+
+  it.scoped("at maxActiveSessions, an activation first passivates the least recently used idle session: stored, then released (TestClock)", () =>
+    Effect.gen(function*() {
+      const store = SnapshotStore.makeMemory()
+      const host = yield* hostWith(store, { maxActiveSessions: 2 })
+      yield* Effect.promise(() => host.get("a").createTool({ entrypoint: "twice", source: twiceSource }))
+      yield* TestClock.adjust("1 second")
+      yield* Effect.promise(() => host.get("b").callTool("add", { left: 1, right: 1 }))
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual(yield* Effect.promise(() => host.get("c").callTool("add", { left: 2, right: 2 })), 4)
+      assert.sameMembers(host.active(), [Ids.sessionId("b"), Ids.sessionId("c")])
+      // a was stored before it was released: its next use activates it with its tool, in place of b now
+      assert.isTrue(Option.isSome(yield* store.load(Ids.sessionId("a"))))
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual(yield* Effect.promise(() => host.get("a").callTool("twice", { value: 4 })), 8)
+      assert.sameMembers(host.active(), [Ids.sessionId("a"), Ids.sessionId("c")])
+    }))
+
+  it.scoped("at maxActiveSessions with every session busy, an activation is refused TransportError Busy and nothing is lost", () =>
+    Effect.gen(function*() {
+      const host = yield* hostWith(SnapshotStore.makeMemory(), { maxActiveSessions: 1 })
+      const a = host.get("a")
+      const request = {}
+      yield* Effect.promise(() => a.attach(request))
+      const refused = yield* Effect.promise(() => host.get("b").callTool("add", { left: 1, right: 1 }).then(() => undefined, (error) => error))
+      assert.instanceOf(refused, TransportError)
+      assert.strictEqual((refused as TransportError).reason, "Busy")
+      assert.include((refused as TransportError).message, "maxActiveSessions")
+      assert.deepStrictEqual(host.active(), [Ids.sessionId("a")])
+      assert.strictEqual(yield* Effect.promise(() => a.callTool("add", { left: 2, right: 3 })), 5)
+      // Once a is free again, b takes its place.
+      a.detach(request)
+      assert.strictEqual(yield* Effect.promise(() => host.get("b").callTool("add", { left: 1, right: 1 })), 2)
+      assert.deepStrictEqual(host.active(), [Ids.sessionId("b")])
+    }))
+
+  it.scoped("a remote sessions.activate beyond the bound is answered Busy; a flood of made-up ids holds at most maxActiveSessions", () =>
+    Effect.gen(function*() {
+      const context = yield* Layer.build(Layer.merge(MemoryTransport.layer(), SnapshotStore.layerMemory()))
+      const host = yield* Sessions.make({ prefix, harness: { tools: [add] }, idleTimeout: "1 minute", maxActiveSessions: 5 }).pipe(Effect.provide(context))
+      const transport = Context.get(context, Transport.Transport)
+      // made-up sessions, activated and never used: each passivates the least recently activated
+      for (let i = 0; i < 30; i++) {
+        const answer = yield* Transport.request(Subject.sessionsActivate(prefix), Envelope.encode("activate", { session_id: `made_up_${i}` }), { timeoutMs: 5_000 }).pipe(
+          Effect.provide(context)
+        )
+        assert.include(Transport.text(answer), `"kind":"ok"`)
+        assert.isAtMost(host.active().length, 5)
+      }
+      assert.strictEqual(host.active().length, 5)
+      // every one busy: a remote activation is refused Busy across the wire
+      const requests = host.active().map((sid) => ({ sid, request: {} }))
+      for (const { request, sid } of requests) yield* Effect.promise(() => host.get(sid).attach(request))
+      const refused = yield* Effect.promise(() => new RemoteSession.RemoteSession(transport, Ids.sessionId("real"), { prefix }).callTool("add", { left: 1, right: 1 }).then(() => undefined, (error) => error))
+      assert.strictEqual((refused as TransportError)._tag, "TransportError")
+      assert.strictEqual((refused as TransportError).reason, "Busy")
+      for (const { request, sid } of requests) host.get(sid).detach(request)
+      assert.strictEqual(yield* Effect.promise(() => new RemoteSession.RemoteSession(transport, Ids.sessionId("real"), { prefix }).callTool("add", { left: 1, right: 1 })), 2)
+    }))
+
+  it.scoped("a session activated and not used is passivated after admissionWindow; a used one after idleTimeout (TestClock)", () =>
+    Effect.gen(function*() {
+      const host = yield* hostWith(SnapshotStore.makeMemory(), { admissionWindow: "10 seconds", idleTimeout: "1 minute" })
+      yield* host.activate(Ids.sessionId("unused"))
+      yield* Effect.promise(() => host.get("used").callTool("add", { left: 1, right: 1 }))
+      yield* TestClock.adjust("9 seconds")
+      yield* settle()
+      assert.sameMembers(host.active(), [Ids.sessionId("unused"), Ids.sessionId("used")])
+      yield* TestClock.adjust("3 seconds")
+      yield* waitUntil("the unused session's passivation", () => host.active().length === 1)
+      assert.deepStrictEqual(host.active(), [Ids.sessionId("used")])
+      yield* TestClock.adjust("1 minute")
+      yield* waitUntil("the used session's passivation", () => host.active().length === 0)
+    }))
+
+  it.effect("maxActiveSessions must be an integer of at least 1", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(hostWith(SnapshotStore.makeMemory(), { maxActiveSessions: 0 }).pipe(Effect.scoped))
+      assert.instanceOf(error, HarnessError.ConfigError)
+      assert.strictEqual((error as HarnessError.ConfigError).option, "maxActiveSessions")
+      assert.strictEqual(Sessions.defaults.maxActiveSessions, 1_000)
     }))
 })

@@ -41,4 +41,26 @@ describe("WorkerCapacity.table", () => {
     assert.deepStrictEqual(table.live(2_010).map((entry) => entry.workerId), ["d"])
     assert.deepStrictEqual(table.live(4_000), [])
   })
+
+  it("defaults: 256 workers, entries kept at most 15 s without a report whatever interval they claim; 1 100 forged reports fill it to 256 and are gone 15 s later", () => {
+    const table = WorkerCapacity.table()
+    assert.isTrue(table.offer(report("real", 5_000), 0))
+    for (let i = 0; i < 1_100; i++) table.offer(report(`forged_${i}`, WorkerCapacity.limits.maxIntervalMs), 100)
+    assert.deepStrictEqual([table.size(), table.refused()], [256, 1_100 - 255])
+    assert.isTrue(table.offer(report("real", 5_000), 10_000), "a known worker keeps reporting")
+    // the forged entries claimed a 10 min interval, but live 15 s: by 15.1 s only the real worker is left
+    assert.strictEqual(table.live(15_099).length, 256)
+    assert.deepStrictEqual(table.live(15_100).map((entry) => entry.workerId), ["real"])
+    assert.isTrue(table.offer(report("late", 5_000), 15_100), "a new worker joins once the flood has expired")
+    assert.strictEqual(table.live(25_000).length, 1)
+  })
+
+  it("maxTtlMs bounds every entry's life; a short interval still expires after its own misses", () => {
+    const table = WorkerCapacity.table({ maxTtlMs: 2_000, misses: 3 })
+    table.offer(report("slow", 60_000), 0)
+    table.offer(report("fast", 100), 0)
+    assert.deepStrictEqual(table.live(299).map((entry) => [entry.workerId, entry.expiresAt]), [["fast", 300], ["slow", 2_000]])
+    assert.deepStrictEqual(table.live(300).map((entry) => entry.workerId), ["slow"])
+    assert.deepStrictEqual(table.live(2_000), [])
+  })
 })

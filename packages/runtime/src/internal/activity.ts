@@ -6,6 +6,8 @@
 export class Activity {
   inflight = 0
   lastActive: number
+  /** Whether any work began since the session activated (an activation nobody uses is passivated sooner). */
+  used = false
 
   constructor(private readonly now: () => number) {
     this.lastActive = now()
@@ -13,6 +15,7 @@ export class Activity {
 
   readonly begin = (): void => {
     this.inflight++
+    this.used = true
     this.lastActive = this.now()
   }
 

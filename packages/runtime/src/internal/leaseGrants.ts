@@ -74,7 +74,7 @@ export const admit = (grants: Grants, request: AdmitRequest) =>
     const consent = request.deploymentConsent ?? false
     const now = yield* Clock.currentTimeMillis
     const found = yield* grants.ledger.session(request.sessionId)
-    const previous = found.record === undefined ? undefined : closed(found.record)
+    const previous = found.record === undefined ? undefined : closed(found.record, now)
     if (found.record?.lease != null) yield* grants.ledger.freeSlots(found.record.profile, found.record.lease.id)
     const used = previous?.used ?? none
     const granted: Lease = {
@@ -112,7 +112,7 @@ const liveLease = (grants: Grants, sessionId: string, leaseId: string) =>
     }
     if (lease.expiresAt <= (yield* Clock.currentTimeMillis)) {
       yield* grants.ledger.freeSlots(record.profile, lease.id)
-      yield* grants.ledger.putSession(closed(record), revision)
+      yield* grants.ledger.endSession(closed(record, lease.expiresAt), revision)
       return yield* new AdmissionError({ reason: "LeaseExpired", detail: `the lease '${leaseId}' of session '${sessionId}' expired; admit the session again` })
     }
     return { record, revision, lease }
@@ -140,7 +140,7 @@ export const release = (grants: Grants, request: ReleaseRequest) =>
   Effect.gen(function*() {
     const { record, revision } = yield* liveLease(grants, request.sessionId, request.leaseId)
     yield* grants.ledger.freeSlots(record.profile, request.leaseId)
-    yield* grants.ledger.putSession(closed(record, request.spent), revision)
+    yield* grants.ledger.endSession(closed(record, yield* Clock.currentTimeMillis, request.spent), revision)
     return null
   })
 
@@ -170,7 +170,7 @@ export const verify = (grants: Grants, request: VerifyRequest) =>
 const budgetOf = (record: SessionRecord, now: number): SessionBudget => {
   // read only: an expired lease counts whole here as it will when it is next touched
   const live = record.lease !== null && record.lease.expiresAt > now
-  const current = live ? record : closed(record)
+  const current = live || record.lease === null ? record : closed(record, record.lease.expiresAt)
   const maximum = current.policy
   return {
     sessionId: current.sessionId,

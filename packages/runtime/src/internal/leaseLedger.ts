@@ -8,6 +8,14 @@
  * Each record carries `format: 1`. A value that does not decode (another version, or garbage
  * written into the bucket) reads as no record at its revision, so the next write replaces it: a
  * bad value costs that session its history, never blocks it for good.
+ *
+ * Compaction: a session's record whose lease has ended (released, or expired) is kept for
+ * `retentionMs` after it ended (`endedAt`; a record of an older coordinator without one is stamped
+ * when the sweep first sees it), so a session admitted again within that time keeps what it spent;
+ * then `compact` deletes it (compare-and-set on its revision, so a record written meanwhile stays).
+ * A record whose lease ended having spent nothing is deleted as soon as the lease ends: it would
+ * grant nothing less than no record. An undecodable session record is deleted too. `compact` looks
+ * at the `limit` least recently written session records per call.
  */
 import { JitPolicy } from "@jitbox/core"
 import * as Effect from "effect/Effect"
@@ -30,7 +38,9 @@ export const SessionRecord = Schema.Struct({
   consent: Schema.Boolean,
   /** Spent by leases that ended (a lease that expired counts whole). */
   used: CoordinatorProtocol.Counts,
-  lease: Schema.NullOr(CoordinatorProtocol.Lease)
+  lease: Schema.NullOr(CoordinatorProtocol.Lease),
+  /** When its last lease ended (epoch milliseconds), while it holds none: the retention counts from here. */
+  endedAt: Schema.optional(Schema.Number)
 })
 
 export type SessionRecord = typeof SessionRecord.Type
@@ -49,8 +59,8 @@ export const none: Counts = { invocations: 0, tools: 0, repairs: 0 }
 
 const add = (a: Counts, b: Counts): Counts => ({ invocations: a.invocations + b.invocations, tools: a.tools + b.tools, repairs: a.repairs + b.repairs })
 
-/** A lease that ends: everything it granted counts, unless the session reported what it spent. */
-export const closed = (record: SessionRecord, spent?: Counts): SessionRecord => {
+/** A lease that ends at `endedAt`: everything it granted counts, unless the session reported what it spent. */
+export const closed = (record: SessionRecord, endedAt: number, spent?: Counts): SessionRecord => {
   const lease = record.lease
   if (lease === null) return record
   const charged = spent === undefined ? lease : {
@@ -58,8 +68,12 @@ export const closed = (record: SessionRecord, spent?: Counts): SessionRecord => 
     tools: Math.min(Math.max(0, spent.tools), lease.tools),
     repairs: Math.min(Math.max(0, spent.repairs), lease.repairs)
   }
-  return { ...record, used: add(record.used, { invocations: charged.invocations, tools: charged.tools, repairs: charged.repairs }), lease: null }
+  return { ...record, used: add(record.used, { invocations: charged.invocations, tools: charged.tools, repairs: charged.repairs }), lease: null, endedAt }
 }
+
+/** Whether a record remembers nothing a new admission would not grant anyway. */
+export const spentNothing = (record: SessionRecord): boolean =>
+  record.used.invocations === 0 && record.used.tools === 0 && record.used.repairs === 0
 
 const sessionKey = (sessionId: string) => `session.${sessionId}`
 const profileKey = (name: string) => `profile.${name}`
@@ -78,6 +92,20 @@ export interface Read<A> {
 export interface LeaseLedger {
   readonly session: (sessionId: string) => Effect.Effect<Read<SessionRecord>, LedgerError>
   readonly putSession: (record: SessionRecord, revision: number) => Effect.Effect<number, LedgerError>
+  /** Writes a record whose lease ended: deleted instead when it spent nothing. */
+  readonly endSession: (record: SessionRecord, revision: number) => Effect.Effect<void, LedgerError>
+  /**
+   * Looks at the `limit` least recently written session records and deletes those whose lease
+   * ended `retentionMs` ago or more (at `now`), and those that do not decode; answers how many it
+   * deleted. A record written meanwhile is left alone. `step` wraps the listing and each record's
+   * work (the coordinator runs them under the lock its operations take, one at a time with them).
+   */
+  readonly compact: (
+    now: number,
+    retentionMs: number,
+    limit: number,
+    step: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  ) => Effect.Effect<number, LedgerError>
   /** The sessions recorded (at most `limit`), by id. */
   readonly sessionIds: (limit: number) => Effect.Effect<ReadonlyArray<string>, LedgerError>
   /** The live holders of a profile's slots at `now`. */
@@ -87,13 +115,44 @@ export interface LeaseLedger {
   readonly freeSlots: (profile: string, leaseId: string) => Effect.Effect<void, LedgerError>
 }
 
+/** What a sweep does with one decoded session record; answers whether it deleted it. */
+const sweepOne = (ledger: LedgerShape, key: string, record: SessionRecord, revision: number, now: number, retentionMs: number) =>
+  Effect.gen(function*() {
+    const lease = record.lease
+    if (lease !== null && lease.expiresAt > now) return false
+    const endedAt = lease !== null ? lease.expiresAt : record.endedAt
+    const ended = lease === null ? record : closed(record, lease.expiresAt)
+    if (endedAt === undefined) {
+      // written by a coordinator that kept no end time: the retention starts now
+      yield* ledger.put(key, { ...ended, endedAt: now } satisfies SessionRecord, revision)
+      return false
+    }
+    if (spentNothing(ended) || endedAt + retentionMs <= now) {
+      if (lease !== null) yield* freeSlotsOf(ledger, record.profile, lease.id)
+      yield* ledger.remove(key, revision)
+      return true
+    }
+    return false
+  })
+
+const readProfileOf = (ledger: LedgerShape, name: string) =>
+  Effect.map(ledger.get(profileKey(name)), (entry): Read<ProfileRecord> => {
+    if (entry === undefined) return { record: undefined, revision: 0 }
+    const decoded = decodeProfile(entry.value)
+    return { record: Either.getOrUndefined(decoded), revision: entry.revision }
+  })
+
+const freeSlotsOf = (ledger: LedgerShape, profile: string, leaseId: string) =>
+  Effect.gen(function*() {
+    const { record, revision } = yield* readProfileOf(ledger, profile)
+    if (record === undefined || !(leaseId in record.holders)) return
+    const holders = { ...record.holders }
+    delete holders[leaseId]
+    yield* ledger.put(profileKey(profile), { format: 1, holders } satisfies ProfileRecord, revision)
+  })
+
 export const make = (ledger: LedgerShape): LeaseLedger => {
-  const readProfile = (name: string) =>
-    Effect.map(ledger.get(profileKey(name)), (entry): Read<ProfileRecord> => {
-      if (entry === undefined) return { record: undefined, revision: 0 }
-      const decoded = decodeProfile(entry.value)
-      return { record: Either.getOrUndefined(decoded), revision: entry.revision }
-    })
+  const readProfile = (name: string) => readProfileOf(ledger, name)
   return {
     session: (sessionId) =>
       Effect.map(ledger.get(sessionKey(sessionId)), (entry) => {
@@ -102,6 +161,28 @@ export const make = (ledger: LedgerShape): LeaseLedger => {
         return { record: Either.isRight(decoded) && decoded.right.sessionId === sessionId ? decoded.right : undefined, revision: entry.revision }
       }),
     putSession: (record, revision) => ledger.put(sessionKey(record.sessionId), record, revision),
+    endSession: (record, revision) =>
+      spentNothing(record) && revision !== 0
+        ? ledger.remove(sessionKey(record.sessionId), revision)
+        : Effect.asVoid(ledger.put(sessionKey(record.sessionId), record, revision)),
+    compact: (now, retentionMs, limit, step) =>
+      Effect.gen(function*() {
+        let removed = 0
+        for (const key of yield* step(ledger.keys(sessionPrefix, limit))) {
+          const outcome = yield* step(Effect.flatMap(ledger.get(key), (entry) => {
+            if (entry === undefined) return Effect.succeed(false)
+            return Either.match(decodeSession(entry.value), {
+              onLeft: () => Effect.as(ledger.remove(key, entry.revision), true),
+              onRight: (record) => sweepOne(ledger, key, record, entry.revision, now, retentionMs)
+            })
+          })).pipe(
+            // written meanwhile: it is live again, or the next sweep looks at it
+            Effect.catchIf((error) => error.reason === "Conflict", () => Effect.succeed(false))
+          )
+          if (outcome) removed++
+        }
+        return removed
+      }),
     sessionIds: (limit) => Effect.map(ledger.keys(sessionPrefix, limit), (keys) => keys.map((key) => key.slice(sessionPrefix.length))),
     holders: (profile, now) =>
       Effect.map(readProfile(profile), ({ record }) => Object.values(record?.holders ?? {}).filter((holder) => holder.expiresAt > now)),
@@ -118,13 +199,6 @@ export const make = (ledger: LedgerShape): LeaseLedger => {
         yield* ledger.put(profileKey(profile.name), { format: 1, holders } satisfies ProfileRecord, revision)
         return slots
       }),
-    freeSlots: (profile, leaseId) =>
-      Effect.gen(function*() {
-        const { record, revision } = yield* readProfile(profile)
-        if (record === undefined || !(leaseId in record.holders)) return
-        const holders = { ...record.holders }
-        delete holders[leaseId]
-        yield* ledger.put(profileKey(profile), { format: 1, holders } satisfies ProfileRecord, revision)
-      })
+    freeSlots: (profile, leaseId) => freeSlotsOf(ledger, profile, leaseId)
   }
 }

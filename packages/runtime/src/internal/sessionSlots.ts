@@ -3,7 +3,10 @@
  * built), `active` (its actor and the scope it lives in) or `closing` (its scope is closing), and
  * no slot once it is gone. `acquire` answers the active actor, or joins the activation or the
  * closing under way, or starts an activation; `release` stores a session (unless it is stored
- * already) and closes it; `forget` waits out an activation or a closing, then releases. After
+ * already) and closes it. At most `maxActive` sessions hold a slot (activating, active or closing):
+ * an activation that finds them all taken first passivates the least recently used idle session
+ * (stored, then closed, as an idle session is: nothing is lost), and is refused with `full()` (the
+ * host's `TransportError` `Busy`) when every session is busy or pinned; `forget` waits out an activation or a closing, then releases. After
  * `close` (the host is closing) nothing activates and no session is active.
  *
  * The slots hold Promises, not Effect `Deferred`s, on purpose: every caller that waits on a slot
@@ -40,6 +43,12 @@ export interface SlotsOptions {
   readonly hostScope: Scope.Scope
   /** Told of each session that became active. */
   readonly onActive: (sessionId: Ids.SessionId, actor: SessionActor.SessionActor) => void
+  /** Sessions holding a slot at most (activating, active or closing). */
+  readonly maxActive: number
+  /** Why an activation is refused when every slot is taken by a busy session. */
+  readonly full: () => Error
+  /** The time now, by the host's clock (epoch milliseconds). */
+  readonly now: () => number
 }
 
 export interface SessionSlots {
@@ -75,12 +84,36 @@ export const make = (options: SlotsOptions): SessionSlots => {
     return slot?.state === "active" ? slot.actor : undefined
   }
 
+  /** The idle active sessions, least recently used first. */
+  const evictable = (): Array<readonly [Ids.SessionId, SessionActor.SessionActor]> => {
+    const now = options.now()
+    return [...slots].flatMap(([sessionId, slot]) =>
+      slot.state === "active" && !slot.actor.pinned() && slot.actor.inflight() === 0 ? [[sessionId, slot.actor] as const] : []
+    ).sort(([, a], [, b]) => b.idleFor(now) - a.idleFor(now))
+  }
+
+  /**
+   * Passivates the least recently used idle session, or waits for a session closing already;
+   * rejects with `full()` when neither is there (every session is busy, pinned or activating).
+   */
+  const makeRoom = async (): Promise<void> => {
+    for (const [sessionId] of evictable()) {
+      const released = await options.run(release(sessionId, (actor) => !actor.pinned() && actor.inflight() === 0)).catch(() => false)
+      if (released) return
+    }
+    for (const slot of slots.values()) {
+      if (slot.state === "closing") return slot.closed
+    }
+    throw options.full()
+  }
+
   const acquire = (sessionId: Ids.SessionId): Promise<SessionActor.SessionActor> => {
     if (closed) return Promise.reject(new HarnessError.HarnessReleased({ sessionId, operation: "activating the session" }))
     const slot = slots.get(sessionId)
     if (slot?.state === "active") return Promise.resolve(slot.actor)
     if (slot?.state === "activating") return slot.pending
     if (slot?.state === "closing") return slot.closed.then(() => acquire(sessionId))
+    if (slots.size >= options.maxActive) return makeRoom().then(() => acquire(sessionId))
     const started = options.start(sessionId)
     const pending = started.then(({ actor }) => actor)
     const activating: Slot = { state: "activating", pending }
