@@ -45,6 +45,8 @@ export type TargetOptions =
     /** NATS server URL(s). */
     readonly servers: string | ReadonlyArray<string>
     readonly credentialsFile?: string | undefined
+    /** The connection's other options (a user, token or NKey, TLS, an inbox prefix); `servers` and `credentialsFile` win over theirs. */
+    readonly connection?: Omit<NatsConnection.NatsConnectionOptions, "servers"> | undefined
     /** Default `default`. */
     readonly namespace?: string | undefined
     readonly session: string
@@ -310,7 +312,12 @@ const remoteTools = (session: Remote) =>
 /** The `remote` target: the session named, given the snapshot's tools now and composing tools as depths open. */
 const remoteTarget = (options: RemoteOptions, snapshot: Snapshot, tool: string) =>
   Effect.gen(function*() {
-    const nats: NatsConnection.NatsConnectionOptions = { servers: options.servers, credentialsFile: options.credentialsFile, name: "jitbox-bench" }
+    const nats: NatsConnection.NatsConnectionOptions = {
+      ...options.connection,
+      servers: options.servers,
+      credentialsFile: options.credentialsFile ?? options.connection?.credentialsFile,
+      name: "jitbox-bench"
+    }
     const { namespace, session } = yield* connectRemote(options, nats)
     const directRunner = sandboxRunner(options.sandbox ?? embeddedWorker.sandbox)
     const ensure = yield* remoteTools(session)

@@ -14,6 +14,7 @@
  */
 import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Bench, type BenchError, type BenchResult, type Target } from "@jitbox/bench"
+import type { HarnessError } from "@jitbox/core"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -101,7 +102,7 @@ export const options = {
 } as const
 
 /** What the benchmark fails with (a bad argument is a `ValidationError`). @since 0.1.0 @category errors */
-export type BenchCommandError = BenchError.BenchError
+export type BenchCommandError = BenchError.BenchError | HarnessError.ConfigError
 
 /** A bad combination of arguments: said on stderr (the parser says its own), then the `ValidationError`. */
 const badArgument = (text: string) =>
@@ -181,11 +182,11 @@ export const command = Command.make("bench", options, (config): Effect.Effect<vo
     const depths = Option.isSome(config.depths) ? config.depths.value : Option.isSome(config.depth) ? [config.depth.value] : [0]
     let target: Target.TargetOptions = config.harness ? { kind: "harness" } : { kind: "embedded" }
     if (Option.isSome(config.session)) {
-      const connection = Connection.natsOptions(config, "jitbox-bench")
+      const connection = yield* Connection.natsOptions(config, "jitbox-bench")
       target = {
         kind: "remote",
         servers: connection.servers,
-        credentialsFile: connection.credentialsFile,
+        connection,
         namespace: config.namespace,
         session: config.session.value
       }

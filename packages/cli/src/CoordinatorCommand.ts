@@ -49,7 +49,7 @@ export const command = Command.make("coordinator", { ...Connection.options, prof
     const loaded = yield* loadProfiles(config.profiles)
     const context = yield* Layer.build(
       Layer.merge(NatsTransport.layer, KvLedger.layer({ bucket: KvLedger.bucketOf(namespace) })).pipe(
-        Layer.provide(Connection.layer(config, `jitbox-coordinator-${namespace}`))
+        Layer.provide(Connection.serving(config, `jitbox-coordinator-${namespace}`))
       )
     )
     yield* Coordinator.make({ namespace, profiles: loaded }).pipe(Effect.provide(context))

@@ -251,7 +251,7 @@ const tail = Command.make(
     Effect.scoped(Effect.gen(function*() {
       const { namespace, prefix } = yield* Connection.prefixOf(config)
       const sessionId = Option.isSome(config.session) ? Option.some(yield* Ids.decode(Ids.SessionId, "--session")(config.session.value)) : Option.none()
-      const transport = NatsTransport.fromConnection(yield* NatsConnection.make(Connection.natsOptions(config, `jitbox-events-${namespace}`)))
+      const transport = NatsTransport.fromConnection(yield* NatsConnection.make(yield* Connection.natsOptions(config, `jitbox-events-${namespace}`)))
       const pattern = Option.match(sessionId, { onNone: () => Subject.allEvents(prefix), onSome: (id) => Subject.sessionEvents(prefix, id) })
       const stream = yield* Transport.subscribe(pattern, { bufferSize: 4_096 }).pipe(Effect.provideService(Transport.Transport, transport))
       const stdout = process.stdout

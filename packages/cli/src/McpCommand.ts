@@ -5,10 +5,13 @@
  * - Where it listens: stdio by default (the host starts the command; nothing but MCP goes to
  *   stdout, logs go to stderr, and it stops when stdin ends), or Streamable HTTP with `--http
  *   PORT` (on `--host`, 127.0.0.1 by default), where each MCP session gets a session of its own.
+ *   Over HTTP every request must carry `Authorization: Bearer <token>` of `--http-token`
+ *   (`JITBOX_MCP_TOKEN`), or it is answered 401; only on a loopback `--host` may `--no-auth`
+ *   serve without one.
  * - Which session: a fresh one, or one from `--snapshot FILE` (each new session a copy of it), run
  *   in this process with code tools sandboxed in subprocesses (`SandboxRunner`); or, with
  *   `--session SID`, the session SID of a namespace, hosted by `jitbox sessions` and reached over
- *   NATS (`--server`, `--creds`, `--namespace`, as every command). Over HTTP every MCP session
+ *   NATS (`--server`, `--namespace`, the credentials and TLS options, as every command). Over HTTP every MCP session
  *   then serves that one session.
  *
  * With `--otlp URL` (or OTEL_EXPORTER_OTLP_ENDPOINT) it exports a span per tool call of a local
@@ -26,11 +29,13 @@ import { HttpServer, McpError, ServedSession, StdioServer } from "@jitbox/mcp"
 import { NatsTransport } from "@jitbox/nats"
 import { RemoteSession, type TransportError } from "@jitbox/runtime"
 import { SandboxRunner } from "@jitbox/sandbox"
+import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Connection from "./Connection.js"
 import * as Serve from "./Serve.js"
@@ -47,6 +52,18 @@ export const http = Options.integer("http").pipe(
 export const host = Options.text("host").pipe(
   Options.withDescription(`The address --http listens on (default ${HttpServer.defaults.host}: this machine only)`),
   Options.withDefault(HttpServer.defaults.host)
+)
+
+/** @since 0.1.0 @category options */
+export const httpToken = Options.redacted("http-token").pipe(
+  Options.withDescription("With --http: the bearer token every request must carry (Authorization: Bearer TOKEN), others are answered 401; environment variable JITBOX_MCP_TOKEN (better than the flag, which other users of the machine can see)"),
+  Options.withFallbackConfig(Config.redacted("JITBOX_MCP_TOKEN")),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const noAuth = Options.boolean("no-auth").pipe(
+  Options.withDescription("With --http on a loopback --host (127.0.0.1, ::1, localhost): serve without a bearer token, to any process of this machine")
 )
 
 /** @since 0.1.0 @category options */
@@ -157,7 +174,7 @@ const remoteSession = (
 ): Effect.Effect<Opener, HarnessError.ConfigError | TransportError.TransportError, Scope.Scope> =>
   Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
-    const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(Connection.layer(config, `jitbox-mcp-${namespace}`))))
+    const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(Connection.serving(config, `jitbox-mcp-${namespace}`))))
     const remote = yield* RemoteSession.make(sessionId, { prefix }).pipe(Effect.provide(transport), telemetry.provide)
     return {
       label: `session ${remote.sessionId} of ${namespace}`,
@@ -165,6 +182,37 @@ const remoteSession = (
         Promise.resolve({ session: remote, events: (listener) => remote.listen(listener), close: () => Promise.resolve() })
     }
   })
+
+/**
+ * The bearer token `--http` requires: `--http-token` (or `JITBOX_MCP_TOKEN`), or none with
+ * `--no-auth` on a loopback `--host`; anything else fails `ConfigError`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const httpAuth = (
+  config: { readonly httpToken: Option.Option<Redacted.Redacted>; readonly noAuth: boolean; readonly host: string }
+): Effect.Effect<string | undefined, HarnessError.ConfigError> => {
+  const token = Option.map(config.httpToken, Redacted.value)
+  if (config.noAuth) {
+    if (Option.isSome(token)) return new HarnessError.ConfigError({ option: "--no-auth", detail: "and --http-token (or JITBOX_MCP_TOKEN) contradict each other: give one" })
+    if (!Connection.isLoopback(config.host)) {
+      return new HarnessError.ConfigError({
+        option: "--no-auth",
+        detail: `serves without a token only on a loopback --host (127.0.0.1, ::1, localhost), not on ${config.host}, where other machines reach it: give --http-token`
+      })
+    }
+    return Effect.succeed(undefined)
+  }
+  if (Option.isNone(token)) {
+    return new HarnessError.ConfigError({
+      option: "--http-token",
+      detail: "serving MCP over HTTP needs a bearer token: give --http-token TOKEN or JITBOX_MCP_TOKEN (or --no-auth, on a loopback --host only)"
+    })
+  }
+  if (token.value.trim() === "") return new HarnessError.ConfigError({ option: "--http-token", detail: "is empty" })
+  return Effect.succeed(token.value)
+}
 
 /** Opens the one session stdio serves, and serves it until stdin ends or the command is interrupted. */
 const serveStdio = (opener: Opener): Effect.Effect<void, McpError.McpServeError, Scope.Scope> =>
@@ -191,7 +239,7 @@ const serveStdio = (opener: Opener): Effect.Effect<void, McpError.McpServeError,
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
   "mcp",
-  { ...Connection.options, http, host, allowedHost, snapshot, session, inspectionTools, policy, maxSessions, idleTimeout, otlp: Telemetry.otlp },
+  { ...Connection.options, http, host, httpToken, noAuth, allowedHost, snapshot, session, inspectionTools, policy, maxSessions, idleTimeout, otlp: Telemetry.otlp },
   (config): Effect.Effect<void, McpCommandError> => {
     const opener = Effect.gen(function*() {
       // first in the scope, so shut down (flushing every span) after the sessions are closed
@@ -213,11 +261,13 @@ export const command = Command.make(
       onSome: (port) =>
         Serve.untilInterrupted(Effect.gen(function*() {
           if (port < 0 || port > 65_535) return yield* new HarnessError.ConfigError({ option: "--http", detail: `a port is 0 to 65535, got ${port}` })
+          const bearerToken = yield* httpAuth(config)
           const made = yield* checked
           const server = yield* HttpServer.serve({
             open: made.open,
             port,
             host: config.host,
+            bearerToken,
             allowedHosts: config.allowedHost.length === 0 ? undefined : config.allowedHost,
             maxSessions: config.maxSessions,
             idleTimeoutMs: Duration.toMillis(config.idleTimeout)

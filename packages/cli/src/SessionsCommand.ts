@@ -149,7 +149,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
     const context = yield* Layer.build(
       Layer.provideMerge(
         Layer.mergeAll(RemoteCodeRunner.layer({ prefix, pool: config.pool }), StreamPublisher.layer({ prefix })),
-        Layer.mergeAll(NatsTransport.layer, snapshots, ownership).pipe(Layer.provide(Connection.layer(config, `jitbox-sessions-${namespace}`)))
+        Layer.mergeAll(NatsTransport.layer, snapshots, ownership).pipe(Layer.provide(Connection.serving(config, `jitbox-sessions-${namespace}`)))
       )
     ).pipe(telemetry.provide)
     const sessions = yield* Sessions.make({

@@ -288,7 +288,7 @@ export const server = Options.text("server").pipe(
   Options.optional
 )
 
-const shared = { server, creds: Connection.creds, namespace: Connection.namespace, json: OperatorOptions.json }
+const shared = { server, namespace: Connection.namespace, ...Connection.security, json: OperatorOptions.json }
 
 /** The largest snapshot file read (the stores' default bound). */
 const maxFileBytes = SnapshotStore.defaultMaxBytes
@@ -301,7 +301,7 @@ const maxFileBytes = SnapshotStore.defaultMaxBytes
  */
 export const load = (
   name: string,
-  config: { readonly server: Option.Option<string>; readonly creds: Option.Option<string>; readonly namespace: string }
+  config: Connection.SecurityConfig & { readonly server: Option.Option<string>; readonly namespace: string }
 ): Effect.Effect<Loaded, JitHarnessSnapshot.SnapshotError | HarnessError.ConfigError | TransportError.TransportError> =>
   Option.match(config.server, {
     onNone: () =>
@@ -327,10 +327,10 @@ export const load = (
       }),
     onSome: (servers) =>
       Effect.scoped(Effect.gen(function*() {
-        const connection = { server: servers, creds: config.creds, namespace: config.namespace }
+        const connection = { ...config, server: servers }
         const { namespace } = yield* Connection.prefixOf(connection)
         const sessionId = yield* Ids.decode(Ids.SessionId, "snapshot (a session id)")(name)
-        const { nc } = yield* NatsConnection.make(Connection.natsOptions(connection, `jitbox-snapshot-${namespace}`))
+        const { nc } = yield* NatsConnection.make(yield* Connection.natsOptions(connection, `jitbox-snapshot-${namespace}`))
         const store = yield* KvSnapshotStore.fromConnection(nc, { namespace })
         const found = yield* store.load(sessionId)
         if (Option.isNone(found)) {

@@ -124,7 +124,7 @@ const gather = <A>(nc: Connection, subject: string, waitMs: number, decode: (val
       }
       return out
     },
-    catch: (error) => new TransportError.TransportError({ reason: "Unknown", subject, detail: String(error).slice(0, 300) })
+    catch: (error) => NatsTransport.toTransportError(error, subject)
   })
 
 /** The instances of service `name` serving `namespace`. */
@@ -166,7 +166,7 @@ export const gatherStatus = (
 ) =>
   Effect.scoped(Effect.gen(function*() {
     const { namespace } = yield* Connection.prefixOf(config)
-    const connection = yield* NatsConnection.make(Connection.natsOptions(config, `jitbox-status-${namespace}`))
+    const connection = yield* NatsConnection.make(yield* Connection.natsOptions(config, `jitbox-status-${namespace}`))
     const nc = connection.nc
     const transport = NatsTransport.fromConnection(connection)
     const client = yield* CoordinatorClient.make({ namespace, timeoutMs: config.timeout }).pipe(Effect.provideService(Transport.Transport, transport))

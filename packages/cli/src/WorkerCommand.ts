@@ -150,7 +150,7 @@ export const command = Command.make(
       yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
       // first in the scope, so shut down (flushing every span) after the worker has drained
       const telemetry = yield* Telemetry.install(config.otlp, "jitbox-worker")
-      const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(Connection.layer(config, `jitbox-worker-${workerId ?? config.pool}`))))
+      const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(Connection.serving(config, `jitbox-worker-${workerId ?? config.pool}`))))
       // scope finalizers run last-added first: the line is drawn before the worker drains and erased after
       let draining: Progress.Progress | undefined
       yield* Effect.addFinalizer(() => Effect.sync(() => draining?.stop()))

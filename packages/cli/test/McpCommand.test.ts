@@ -3,9 +3,10 @@
  * with the official MCP client: over stdio from a snapshot (its code sandboxed), where stdout
  * carries nothing but MCP and the command stops with exit code 0 when stdin ends; and over
  * Streamable HTTP serving a remote session hosted in this process on a real nats-server, stopped
- * by SIGTERM with 0. In this process (`Cli.run`, the same parser and handlers): the help names the
- * options, and a snapshot that does not load fails with `SnapshotError` naming the file (the
- * binary exits 1 on any failure).
+ * by SIGTERM with 0, where a request without the bearer token is answered 401. In this process (`Cli.run`, the same parser and handlers): the help names the
+ * options, a snapshot that does not load fails with `SnapshotError` naming the file (the
+ * binary exits 1 on any failure), and `--http` without a token, or `--no-auth` on an address other
+ * machines reach, fails `ConfigError` before it listens.
  */
 import { JitHarness, JitHarnessSnapshot } from "@jitbox/core"
 import { Ids, Sessions, SnapshotStore, StreamPublisher, Subject } from "@jitbox/runtime"
@@ -197,9 +198,28 @@ describe("jitbox mcp over stdio", () => {
   it("--help names the transports, the session sources and the bounds", async () => {
     const { exit, stdout } = await inProcess(["mcp", "--help"])
     expect(Exit.isSuccess(exit)).toBe(true)
-    for (const option of ["--http", "--host", "--snapshot", "--session", "--server", "--creds", "--namespace", "--max-sessions", "--idle-timeout", "--policy"]) {
+    for (const option of ["--http", "--http-token", "JITBOX_MCP_TOKEN", "--no-auth", "--host", "--snapshot", "--session", "--server", "--creds", "--namespace", "--max-sessions", "--idle-timeout", "--policy"]) {
       expect(stdout).toContain(option)
     }
+  })
+})
+
+describe("jitbox mcp --http: a bearer token or nothing", () => {
+  it.each([
+    [["--http", "0"], "--http-token", "needs a bearer token"],
+    [["--http", "0", "--http-token", " "], "--http-token", "is empty"],
+    [["--http", "0", "--no-auth", "--host", "0.0.0.0"], "--no-auth", "only on a loopback --host"],
+    [["--http", "0", "--no-auth", "--http-token", "t0ken"], "--no-auth", "contradict"]
+  ])("jitbox mcp %j fails ConfigError naming %s", async (args, option, detail) => {
+    const { exit } = await inProcess(["mcp", ...args])
+    const failure = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+    expect(failure).toMatchObject({ _tag: "ConfigError", option, detail: expect.stringContaining(detail) })
+  })
+
+  it("the binary reports a missing token on stderr and exits 1", async () => {
+    const child = spawnBuilt(["mcp", "--http", "0"])
+    expect(await child.exited()).toBe(1)
+    expect(plain(child.stderr())).toContain("jitbox: ConfigError: --http-token: serving MCP over HTTP needs a bearer token")
   })
 })
 
@@ -227,14 +247,26 @@ describe("jitbox mcp --http serving a remote session", () => {
     await nats?.close()
   })
 
-  it("creates a tool in the remote session, announces list_changed and calls it; SIGTERM stops it with 0", async () => {
-    const child = spawnBuilt(["mcp", "--http", "0", "--session", "s1"], { JITBOX_SERVER: nats!.url, JITBOX_NAMESPACE: namespace })
+  it("answers 401 without the bearer token; with it, creates a tool in the remote session, announces list_changed and calls it; SIGTERM stops it with 0", async () => {
+    const token = "mcp-test-token-0123456789"
+    const child = spawnBuilt(["mcp", "--http", "0", "--session", "s1"], { JITBOX_SERVER: nats!.url, JITBOX_NAMESPACE: namespace, JITBOX_MCP_TOKEN: token })
     try {
       const ready = await child.line(/^ready mcp http:/)
       const url = /ready mcp (\S+)/.exec(ready)![1]!
       expect(ready).toMatch(/session s1 of mcp_cli/)
+      const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "0" } } }
+      for (const authorization of [undefined, "Bearer wrong-token", `Basic ${token}`, `Bearer ${token}x`]) {
+        const response = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(authorization === undefined ? {} : { authorization }) },
+          body: JSON.stringify(initialize)
+        })
+        expect(response.status, String(authorization)).toBe(401)
+        expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/)
+        expect(await response.json()).toMatchObject({ error: { message: expect.stringContaining("Authorization: Bearer") } })
+      }
       const mcp = client()
-      await mcp.client.connect(new StreamableHTTPClientTransport(new URL(url)))
+      await mcp.client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }))
       const before = mcp.state.listChanged
       await mcp.call("create_tool", js("double", doubleSource))
       await waitUntil("list_changed after create_tool", () => mcp.state.listChanged > before)

@@ -144,7 +144,7 @@ describe("jitbox worker and sessions with --otlp", () => {
   }, 110_000)
 
   it("jitbox mcp --otlp: a local session's composed call is one trace of jitbox-mcp, flushed on SIGTERM", async () => {
-    const mcp = spawnCli(["mcp", "--http", "0", "--otlp", otlp.url], { OTEL_EXPORTER_OTLP_ENDPOINT: undefined })
+    const mcp = spawnCli(["mcp", "--http", "0", "--no-auth", "--otlp", otlp.url], { OTEL_EXPORTER_OTLP_ENDPOINT: undefined })
     serving.push(mcp)
     const url = /ready mcp (\S+)/.exec(await mcp.line(/^ready mcp /))![1]!
     const client = new Client({ name: "telemetry-test", version: "0.0.0" })

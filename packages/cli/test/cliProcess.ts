@@ -35,7 +35,7 @@ const quoted = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`
  */
 export const spawnCli = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}, options: { readonly terminal?: boolean } = {}): CliProcess => {
   const merged: NodeJS.ProcessEnv = { ...process.env }
-  for (const name of ["JITBOX_SERVER", "JITBOX_CREDS", "JITBOX_NAMESPACE"]) delete merged[name]
+  for (const name of Object.keys(merged)) if (name.startsWith("JITBOX_")) delete merged[name]
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) delete merged[name]
     else merged[name] = value

@@ -16,6 +16,11 @@
  * `hostHeaderValidation`); listening on a loopback address, the default allows only `localhost`,
  * `127.0.0.1` and `[::1]`.
  *
+ * Authentication: with `bearerToken`, a request without the header `Authorization: Bearer
+ * <bearerToken>` is answered 401 before anything else is done with it (the token compared in
+ * constant time). Without it anyone who reaches the port may open sessions and run their tools:
+ * `jitbox mcp --http` asks for a token unless it listens on this machine only and is told so.
+ *
  * This module routes and bounds requests; the sessions themselves (opening, closing, the idle
  * sweep) are `internal/httpSessions`.
  *
@@ -25,6 +30,7 @@ import { hostHeaderValidation } from "@modelcontextprotocol/sdk/server/middlewar
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import * as crypto from "node:crypto"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { type Entry, HttpSessions } from "./internal/httpSessions.js"
@@ -46,6 +52,8 @@ export interface HttpOptions extends Omit<SessionServer.SessionServerOptions, "e
    * for any other address no check (give the names the server is reached by).
    */
   readonly allowedHosts?: ReadonlyArray<string> | undefined
+  /** Requests must carry `Authorization: Bearer <bearerToken>`; default: no authentication. */
+  readonly bearerToken?: string | undefined
   /** The endpoint's path (default `/mcp`). */
   readonly path?: string | undefined
   /** Largest POST body, in bytes (default 4 MiB). */
@@ -144,12 +152,33 @@ const hostCheck = (host: string, allowed: ReadonlyArray<string> | undefined): Ho
   }
 }
 
+/** Whether `req` may go on; when not, it has been answered 401. */
+type AuthCheck = (req: http.IncomingMessage, res: http.ServerResponse) => boolean
+
+const digest = (text: string): Buffer => crypto.createHash("sha256").update(text, "utf8").digest()
+
+/** Checks the bearer token; both sides are hashed first, so the comparison takes the same time whatever their lengths. */
+const authCheck = (token: string | undefined): AuthCheck | undefined => {
+  if (token === undefined) return undefined
+  const expected = digest(token)
+  return (req, res) => {
+    const given = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? "")?.[1]
+    if (given !== undefined && crypto.timingSafeEqual(digest(given), expected)) return true
+    rpcError(res, 401, -32001, "Unauthorized: this server needs the header Authorization: Bearer <token>", {
+      "www-authenticate": `Bearer realm="jitbox-mcp"`,
+      connection: "close"
+    })
+    return false
+  }
+}
+
 /** What the request handler works with. */
 interface Endpoint {
   readonly path: string
   readonly maxBodyBytes: number
   readonly maxSessions: number
   readonly checkHost: HostCheck | undefined
+  readonly checkAuth: AuthCheck | undefined
   readonly sessions: HttpSessions
   readonly stopped: () => boolean
 }
@@ -194,6 +223,7 @@ const initialize = async (endpoint: Endpoint, req: http.IncomingMessage, res: ht
 
 const handle = async (endpoint: Endpoint, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
   if (endpoint.checkHost !== undefined && !endpoint.checkHost(req, res)) return
+  if (endpoint.checkAuth !== undefined && !endpoint.checkAuth(req, res)) return
   const url = new URL(req.url ?? "/", "http://localhost")
   if (url.pathname !== endpoint.path) return rpcError(res, 404, -32000, `Not found: the MCP endpoint is ${endpoint.path}`)
   if (endpoint.stopped()) return rpcError(res, 503, -32000, "The server is stopping")
@@ -224,6 +254,7 @@ export const listen = async (options: HttpOptions): Promise<HttpServer> => {
     maxBodyBytes: options.maxBodyBytes ?? defaults.maxBodyBytes,
     maxSessions: options.maxSessions ?? defaults.maxSessions,
     checkHost: hostCheck(host, options.allowedHosts),
+    checkAuth: authCheck(options.bearerToken),
     sessions,
     stopped: () => stopped
   }

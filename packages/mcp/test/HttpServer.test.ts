@@ -4,7 +4,8 @@
  * the client sees are the session's; a toolbox change, whoever makes it, announces
  * `list_changed`; calls go through the session (profiled), compose, page source, fail as
  * `isError` results with the model's error text, cancel and report progress. The boundary is
- * bounded: body size, session count, idle sessions, DELETE.
+ * bounded: body size, session count, idle sessions, DELETE; with a bearer token, a request without
+ * it is answered 401.
  */
 import { JitHarness, type JitHarnessSnapshot, ThrownValue } from "@jitbox/core"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -207,6 +208,32 @@ describe("the HTTP boundary", () => {
       expect((await post(named.url, `jitbox.internal:${named.port}`)).status).toBe(200)
     } finally {
       await named.close()
+    }
+  })
+
+  it("with a bearer token: 401 with a JSON error to a request without it (or with another), before opening a session; the official client with it is served", async () => {
+    const guarded = await HttpServer.listen({ open, bearerToken: "tok-0123456789" })
+    try {
+      const opened = harnesses.length
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } })
+      for (const authorization of [undefined, "Bearer tok-012345678", "Bearer tok-0123456789x", "tok-0123456789", "Basic tok-0123456789"]) {
+        const response = await fetch(guarded.url, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(authorization === undefined ? {} : { authorization }) },
+          body
+        })
+        expect(response.status, String(authorization)).toBe(401)
+        expect(response.headers.get("content-type")).toBe("application/json")
+        expect(response.headers.get("www-authenticate")).toBe(`Bearer realm="jitbox-mcp"`)
+        expect(await response.json()).toEqual({ jsonrpc: "2.0", error: { code: -32001, message: expect.stringContaining("Authorization: Bearer") }, id: null })
+      }
+      expect((await fetch(guarded.url, { method: "GET" })).status).toBe(401)
+      expect(harnesses.length).toBe(opened)
+      const client = await connect(new StreamableHTTPClientTransport(new URL(guarded.url), { requestInit: { headers: { authorization: "Bearer tok-0123456789" } } }))
+      clients.push(client)
+      expect(await client.toolNames()).toContain("double")
+    } finally {
+      await guarded.close()
     }
   })
 

@@ -12,7 +12,7 @@
  */
 import { HarnessError } from "@jitbox/core"
 import { TransportError } from "@jitbox/runtime"
-import { connect, credsAuthenticator, errors, type NatsConnection as Client, type NodeConnectionOptions } from "@nats-io/transport-node"
+import { connect, credsAuthenticator, errors, type NatsConnection as Client, nkeyAuthenticator, nkeys, type NodeConnectionOptions } from "@nats-io/transport-node"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -21,10 +21,16 @@ import * as fs from "node:fs"
 
 /** @since 0.1.0 @category models */
 export interface NatsConnectionOptions {
-  /** One server URL or several (`nats://host:4222`); the client picks among them and fails over. */
+  /**
+   * One server URL or several (`nats://host:4222`); the client picks among them and fails over.
+   * A URL may carry a user and password (`nats://user:password@host:4222`) or a token
+   * (`nats://token@host:4222`), used when no other credentials are given (`serverUrl`).
+   */
   readonly servers: string | ReadonlyArray<string>
   /** A NATS credentials file (`.creds`: a user JWT and its NKey seed). */
   readonly credentialsFile?: string | undefined
+  /** A file holding the NKey seed (`SU…`) of a user of the server's `authorization` block. */
+  readonly nkeySeedFile?: string | undefined
   /** A user of the server's `authorization` block, with `password`. */
   readonly user?: string | undefined
   readonly password?: string | undefined
@@ -125,15 +131,77 @@ export const checkOptions = (options: NatsConnectionOptions): Effect.Effect<Nats
     if (attempts !== undefined && !(Number.isSafeInteger(attempts) && attempts >= -1)) {
       return Effect.fail(configError("maxReconnectAttempts", `an integer of at least -1, got ${String(attempts)}`))
     }
-    if (options.user !== undefined && options.credentialsFile !== undefined) {
-      return Effect.fail(configError("user", "a user and a credentials file are two ways to authenticate: give one"))
-    }
+    const ways = (["user", "token", "nkeySeedFile", "credentialsFile"] as const).filter((way) => options[way] !== undefined)
+    if (ways.length > 1) return Effect.fail(configError(ways[0]!, `${ways.join(" and ")} are ways to authenticate: give one`))
     return Effect.succeed(options)
   })
 
-const clientOptions = async (options: NatsConnectionOptions): Promise<NodeConnectionOptions> => {
+/** A server URL without its credentials, and the credentials it carried. @since 0.1.0 @category models */
+export interface ServerUrl {
+  readonly url: string
+  readonly user?: string | undefined
+  readonly password?: string | undefined
+  readonly token?: string | undefined
+}
+
+/**
+ * `url` without the credentials it carries (`nats://user:password@host:4222`, or a token:
+ * `nats://token@host:4222`), and those credentials, percent-decoded. nats.js reads only the host
+ * and port of a URL and drops its credentials, so they are handed to it as options instead.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const serverUrl = (url: string): ServerUrl => {
+  const found = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)?([^/]*)@([^@/]*)$/.exec(url.trim())
+  if (found === null) return { url: url.trim() }
+  const stripped = `${found[1] ?? ""}${found[3]!}`
+  const colon = found[2]!.indexOf(":")
+  const decode = (text: string) => {
+    try {
+      return decodeURIComponent(text)
+    } catch {
+      return text
+    }
+  }
+  return colon === -1
+    ? { url: stripped, token: decode(found[2]!) }
+    : { url: stripped, user: decode(found[2]!.slice(0, colon)), password: decode(found[2]!.slice(colon + 1)) }
+}
+
+const serverList = (servers: NatsConnectionOptions["servers"]): ReadonlyArray<string> => typeof servers === "string" ? [servers] : servers
+
+/** The credentials the URLs carry, used only when the options give none. */
+const urlCredentials = (options: NatsConnectionOptions): Pick<NatsConnectionOptions, "user" | "password" | "token"> => {
+  if (options.user !== undefined || options.token !== undefined || options.nkeySeedFile !== undefined || options.credentialsFile !== undefined) return {}
+  const carried = serverList(options.servers).map(serverUrl).find((url) => url.user !== undefined || url.token !== undefined)
+  return carried === undefined ? {} : { user: carried.user, password: carried.password, token: carried.token }
+}
+
+const readFile = async (file: string, what: string): Promise<Uint8Array> => {
+  try {
+    return await fs.promises.readFile(file)
+  } catch (error) {
+    throw new TransportError.TransportError({ reason: "Connect", subject: "", detail: `cannot read the ${what} ${file}: ${unknownDetail(error)}` })
+  }
+}
+
+/** The authenticator of an NKey seed file; a file that holds no user seed fails `Connect` now rather than at the handshake. */
+const nkeyOf = async (file: string): Promise<ReturnType<typeof nkeyAuthenticator>> => {
+  const seed = new TextDecoder().decode(await readFile(file, "NKey seed file")).trim()
+  try {
+    if (!seed.startsWith("SU")) throw new Error("a user seed starts with SU")
+    nkeys.fromSeed(new TextEncoder().encode(seed))
+  } catch (error) {
+    throw new TransportError.TransportError({ reason: "Connect", subject: "", detail: `the NKey seed file ${file} holds no user seed: ${unknownDetail(error)}` })
+  }
+  return nkeyAuthenticator(new TextEncoder().encode(seed))
+}
+
+const clientOptions = async (given: NatsConnectionOptions): Promise<NodeConnectionOptions> => {
+  const options = { ...given, ...urlCredentials(given) }
   const base: NodeConnectionOptions = {
-    servers: typeof options.servers === "string" ? options.servers : [...options.servers],
+    servers: serverList(options.servers).map((url) => serverUrl(url).url),
     timeout: options.connectTimeoutMs ?? 10_000,
     reconnectTimeWait: options.reconnectTimeWaitMs ?? 1_000,
     maxReconnectAttempts: options.maxReconnectAttempts ?? -1,
@@ -145,18 +213,9 @@ const clientOptions = async (options: NatsConnectionOptions): Promise<NodeConnec
     ...(options.tls === undefined ? {} : { tls: Object.fromEntries(Object.entries(options.tls).filter(([, value]) => value !== undefined)) }),
     ...(options.inboxPrefix === undefined ? {} : { inboxPrefix: options.inboxPrefix })
   }
+  if (options.nkeySeedFile !== undefined) return { ...base, authenticator: await nkeyOf(options.nkeySeedFile) }
   if (options.credentialsFile === undefined) return base
-  let credentials: Uint8Array
-  try {
-    credentials = await fs.promises.readFile(options.credentialsFile)
-  } catch (error) {
-    throw new TransportError.TransportError({
-      reason: "Connect",
-      subject: "",
-      detail: `cannot read the credentials file ${options.credentialsFile}: ${unknownDetail(error)}`
-    })
-  }
-  return { ...base, authenticator: credsAuthenticator(credentials) }
+  return { ...base, authenticator: credsAuthenticator(await readFile(options.credentialsFile, "credentials file")) }
 }
 
 const closeClient = (nc: Client, drainTimeoutMs: number): Promise<void> => {
@@ -192,7 +251,7 @@ export const make = (options: NatsConnectionOptions): Effect.Effect<NatsConnecti
           : new TransportError.TransportError({
             reason: error instanceof errors.AuthorizationError ? "PermissionDenied" : "Connect",
             subject: "",
-            detail: `cannot connect to ${[options.servers].flat().join(", ")}: ${unknownDetail(error)}`
+            detail: `cannot connect to ${serverList(options.servers).map((url) => serverUrl(url).url).join(", ")}: ${unknownDetail(error)}`
           })
     }),
     (nc) => Effect.promise(() => closeClient(nc, options.drainTimeoutMs ?? 5_000))

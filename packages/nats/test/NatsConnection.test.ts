@@ -2,6 +2,8 @@
  * One connection per process, on a real nats-server with its monitoring port open: the transport
  * and every KV service built on one `NatsConnection.layer` are one client connection as the
  * server counts them (`/connz`), used by all of them, and gone once the layer's scope closes.
+ * Credentials: a URL's user and password (or token) are taken out of it (nats.js would drop them)
+ * and never printed; an NKey seed file that holds no user seed fails before anything is sent.
  */
 import { Ids, Ledger, SessionOwnership, SnapshotStore, Subject, Transport } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
@@ -88,4 +90,43 @@ describe("NatsConnection", () => {
       assert.lengthOf(yield* namedUntil(name, 0), 0)
       assert.strictEqual(Context.get(context, NatsConnection.NatsConnection).nc.isClosed(), true)
     }))
+})
+
+describe("NatsConnection's credentials", () => {
+  it("serverUrl takes the credentials out of a URL, percent-decoded: a user and password, or a token", () => {
+    assert.deepStrictEqual(NatsConnection.serverUrl("nats://127.0.0.1:4222"), { url: "nats://127.0.0.1:4222" })
+    assert.deepStrictEqual(NatsConnection.serverUrl(" nats://al%40ice:p@ss:w@10.0.0.1:4222 "), { url: "nats://10.0.0.1:4222", user: "al@ice", password: "p@ss:w" })
+    assert.deepStrictEqual(NatsConnection.serverUrl("tls://s3cret@[::1]:4222"), { url: "tls://[::1]:4222", token: "s3cret" })
+    assert.deepStrictEqual(NatsConnection.serverUrl("u:p@host:4222"), { url: "host:4222", user: "u", password: "p" })
+  })
+
+  it.effect("checkOptions: two ways to authenticate are a ConfigError naming the first", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(NatsConnection.checkOptions({ servers: "nats://127.0.0.1:4222", nkeySeedFile: "/user.nk", credentialsFile: "/user.creds" }))
+      assert.strictEqual(error.option, "nkeySeedFile")
+      assert.include(error.detail, "credentialsFile")
+    }))
+
+  it.live("a file that holds no NKey user seed fails Connect naming it, before anything is sent", () =>
+    Effect.gen(function*() {
+      const file = `${server!.storeDir}-not-a-seed.nk`
+      yield* Effect.promise(() => import("node:fs").then((fs) => fs.promises.writeFile(file, "SAAnotaseed\n")))
+      const error = yield* Effect.flip(Effect.scoped(NatsConnection.make({ servers: server!.url, nkeySeedFile: file })))
+      assert.strictEqual(error.reason, "Connect")
+      assert.include(error.detail, `the NKey seed file ${file} holds no user seed`)
+    }))
+
+  it.live("a refused connection names the URL without its credentials", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(Effect.scoped(NatsConnection.make({ servers: "nats://u:top-secret@127.0.0.1:1", connectTimeoutMs: 2_000 })))
+      assert.strictEqual(error.reason, "Connect")
+      assert.include(error.detail, "cannot connect to nats://127.0.0.1:1")
+      assert.notInclude(error.detail, "top-secret")
+    }))
+
+  it.live("credentials in the URL reach the server (one without authorization lets them in)", () =>
+    Effect.gen(function*() {
+      const connection = yield* NatsConnection.make({ servers: server!.url.replace("nats://", "nats://u:p@") })
+      assert.isFalse(connection.nc.isClosed())
+    }).pipe(Effect.scoped))
 })
