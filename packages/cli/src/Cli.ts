@@ -16,6 +16,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { createRequire } from "node:module"
+import * as AuthCommand from "./AuthCommand.js"
 import * as BenchCommand from "./BenchCommand.js"
 import * as CoordinatorCommand from "./CoordinatorCommand.js"
 import * as EventsCommand from "./EventsCommand.js"
@@ -39,6 +40,7 @@ export type CliError =
   | StatusCommand.StatusCommandError
   | EventsCommand.EventsCommandError
   | SnapshotCommand.SnapshotCommandError
+  | AuthCommand.AuthCommandError
   | ExitCode.ExitWith
 
 const command = Command.make("jitbox").pipe(
@@ -53,7 +55,8 @@ const command = Command.make("jitbox").pipe(
     StatusCommand.command,
     EventsCommand.command,
     SnapshotCommand.command,
-    BenchCommand.command
+    BenchCommand.command,
+    AuthCommand.command
   ])
 )
 

@@ -10,6 +10,11 @@ export { connect, type ConnectOptions } from "./Client.js"
 /**
  * @since 0.1.0
  */
+export * as Authorization from "./Authorization.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Client from "./Client.js"
 
 /**

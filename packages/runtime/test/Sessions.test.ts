@@ -171,12 +171,12 @@ describe("Sessions in this process", () => {
       yield* Effect.promise(() => host.get("b").callTool("add", { left: 1, right: 1 }))
       yield* TestClock.adjust("1 second")
       assert.strictEqual(yield* Effect.promise(() => host.get("c").callTool("add", { left: 2, right: 2 })), 4)
-      assert.sameMembers(host.active(), [Ids.sessionId("b"), Ids.sessionId("c")])
+      assert.sameMembers([...host.active()], [Ids.sessionId("b"), Ids.sessionId("c")])
       // a was stored before it was released: its next use activates it with its tool, in place of b now
       assert.isTrue(Option.isSome(yield* store.load(Ids.sessionId("a"))))
       yield* TestClock.adjust("1 second")
       assert.strictEqual(yield* Effect.promise(() => host.get("a").callTool("twice", { value: 4 })), 8)
-      assert.sameMembers(host.active(), [Ids.sessionId("a"), Ids.sessionId("c")])
+      assert.sameMembers([...host.active()], [Ids.sessionId("a"), Ids.sessionId("c")])
     }))
 
   it.scoped("at maxActiveSessions with every session busy, an activation is refused TransportError Busy and nothing is lost", () =>
@@ -228,7 +228,7 @@ describe("Sessions in this process", () => {
       yield* Effect.promise(() => host.get("used").callTool("add", { left: 1, right: 1 }))
       yield* TestClock.adjust("9 seconds")
       yield* settle()
-      assert.sameMembers(host.active(), [Ids.sessionId("unused"), Ids.sessionId("used")])
+      assert.sameMembers([...host.active()], [Ids.sessionId("unused"), Ids.sessionId("used")])
       yield* TestClock.adjust("3 seconds")
       yield* waitUntil("the unused session's passivation", () => host.active().length === 1)
       assert.deepStrictEqual(host.active(), [Ids.sessionId("used")])

@@ -51,6 +51,8 @@ export interface NatsServerOptions {
    * store) still apply and win over the file.
    */
   readonly config?: string | undefined
+  /** Environment variables of the server process besides this one's (the variables its configuration reads, such as passwords). */
+  readonly env?: Readonly<Record<string, string>> | undefined
 }
 
 /** The running server, as the Effect resource gives it. @since 0.1.0 @category models */
@@ -144,7 +146,8 @@ class ServerProcess {
     readonly port: number,
     readonly root: string,
     private readonly readyTimeoutMs: number,
-    private readonly config: string | undefined
+    private readonly config: string | undefined,
+    private readonly env: Readonly<Record<string, string>> = {}
   ) {
     this.storeDir = path.join(root, "jetstream")
   }
@@ -169,7 +172,7 @@ class ServerProcess {
       fs.writeFileSync(file, this.config)
       args.unshift("-c", file)
     }
-    const child = spawn(this.binary, args, { stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(this.binary, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...this.env } })
     let exitCode: number | null | undefined
     let spawnError: Error | undefined
     this.exited = new Promise<void>((resolve) => {
@@ -241,7 +244,7 @@ const open = async (options: NatsServerOptions): Promise<ServerProcess> => {
   // Another process may take the free port between the probe and the server's bind: try again.
   for (let attempt = 0; attempt < 3; attempt++) {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-nats-"))
-    const server = new ServerProcess(binary, await freePort(), root, readyTimeoutMs, options.config)
+    const server = new ServerProcess(binary, await freePort(), root, readyTimeoutMs, options.config, options.env)
     try {
       await server.start()
       return server

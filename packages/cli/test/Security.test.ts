@@ -1,0 +1,233 @@
+/**
+ * The security suite: a namespace run as "Deploying securely" in the README says, one
+ * nats-server whose authorization is what `jitbox auth config` prints (passwords in environment
+ * variables), and a real `jitbox` process per principal: the coordinator, a worker of pool
+ * `default` and a session host, each with its own user and inbox prefix. The victim is an
+ * application (`connect`, user `app`) whose session runs a JavaScript tool on the worker.
+ *
+ * Each test is one attack a principal's credential could make on a namespace before the wire
+ * had authority: it asserts the refusal (by the server's permissions or by the runtime's
+ * capabilities) and that the victim's session keeps working.
+ */
+import { JitHarnessSnapshot } from "@jitbox/core"
+import { connect as connectJitbox } from "@jitbox/nats"
+import { NatsServer } from "@jitbox/testing"
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type CliProcess, plain, spawnCli } from "./cliProcess.js"
+
+/** nats.js, as @jitbox/nats (the one package that depends on it) resolves it: the attacker's client. */
+interface NatsConnection {
+  readonly subscribe: (
+    subject: string,
+    options: { readonly queue?: string; readonly callback: (error: Error | null, message: { readonly subject: string; readonly data: Uint8Array }) => void }
+  ) => { readonly unsubscribe: () => void }
+  readonly publish: (subject: string, data: Uint8Array) => void
+  readonly request: (subject: string, data: Uint8Array, options: { readonly timeout: number }) => Promise<{ readonly data: Uint8Array }>
+  readonly flush: () => Promise<void>
+  readonly close: () => Promise<void>
+  readonly status: () => AsyncIterable<{ readonly type: string; readonly error?: Error }>
+}
+const { connect } = createRequire(new URL("../../nats/package.json", import.meta.url))("@nats-io/transport-node") as {
+  readonly connect: (options: Record<string, unknown>) => Promise<NatsConnection>
+}
+
+const namespace = "sec"
+const p = `jitbox.${namespace}`
+const passwords: Record<string, string> = {
+  coordinator: "coordinator-pw",
+  operator: "operator-pw",
+  sessions: "sessions-pw",
+  app: "app-pw",
+  "worker-default": "worker-pw",
+  observer: "observer-pw"
+}
+const variable = (user: string) => `JITBOX_PASSWORD_${user.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`
+
+/** A principal's command-line credentials, as the README's deployment section gives them. */
+const as = (user: string) => ["--server", server!.url, "--namespace", namespace, "--user", user, "--password", passwords[user]!, "--inbox-prefix", `_INBOX_${user}`]
+
+let server: NatsServer.Handle | undefined
+let directory: string
+const processes: Array<CliProcess> = []
+let victim: Awaited<ReturnType<typeof connectJitbox>> | undefined
+
+const counterJs = `let count = 0
+export const counter = tool({ description: "Counts its calls.", guidelines: "Use in tests." }, async () => ++count)`
+const waitJs = `export const wait = tool({
+  description: "Answers after a while.",
+  guidelines: "Use in tests.",
+  parameters: { type: "object", properties: { ms: { type: "number" } }, required: ["ms"] }
+}, async ({ ms }) => { await new Promise((resolve) => setTimeout(resolve, ms)); return "waited" })`
+
+beforeAll(async () => {
+  directory = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-security-"))
+  fs.writeFileSync(path.join(directory, "profiles.json"), JSON.stringify({ profiles: [{ name: "standard", policy: { allowedLanguages: ["JavaScript"] } }] }))
+  const printer = spawnCli(["auth", "config", "--namespace", namespace, "--jetstream"])
+  expect(await printer.exited(), printer.stderr()).toBe(0)
+  const env = Object.fromEntries(Object.entries(passwords).map(([user, password]) => [variable(user), password]))
+  server = await NatsServer.start({ config: printer.stdout(), env })
+  const coordinator = spawnCli(["coordinator", ...as("coordinator"), "--profiles", path.join(directory, "profiles.json")])
+  const worker = spawnCli(["worker", ...as("worker-default")])
+  const sessions = spawnCli([
+    "sessions",
+    ...as("sessions"),
+    "--store",
+    path.join(directory, "store"),
+    "--profile",
+    "standard",
+    "--deployment-consent",
+    "--policy",
+    JSON.stringify({ allowedLanguages: ["JavaScript"] })
+  ])
+  processes.push(coordinator, worker, sessions)
+  await coordinator.line(/^ready coordinator/, 120_000)
+  await Promise.all([worker.line(/^ready worker/, 120_000), sessions.line(/^ready sessions/, 120_000)])
+  victim = await connectJitbox({ servers: server.url, namespace, user: "app", password: passwords.app, inboxPrefix: "_INBOX_app" })
+  const session = victim.session("victim")
+  await session.createTool({ entrypoint: "counter", language: "javascript", source: counterJs })
+  await session.createTool({ entrypoint: "wait", language: "javascript", source: waitJs })
+}, 240_000)
+
+afterAll(async () => {
+  await victim?.close()
+  for (const process of processes) process.kill()
+  await server?.close()
+  if (directory !== undefined) fs.rmSync(directory, { recursive: true, force: true })
+})
+
+/** A raw connection with `user`'s credentials, as an attacker holding them would make. */
+const attacker = async (user: string): Promise<{ nc: NatsConnection; refusals: Array<string> }> => {
+  const nc = await connect({ servers: server!.url, user, pass: passwords[user]!, inboxPrefix: `_INBOX_${user}` })
+  const refusals: Array<string> = []
+  void (async () => {
+    for await (const status of nc.status()) if (status.type === "error") refusals.push(String(status.error?.message ?? ""))
+  })()
+  return { nc, refusals }
+}
+
+/** Subscribes `subject` (optionally in `queue`) and answers what the server said of it. */
+const trySubscribe = async (nc: NatsConnection, subject: string, queue?: string): Promise<string> =>
+  new Promise((resolve) => {
+    const sub = nc.subscribe(subject, {
+      ...(queue === undefined ? {} : { queue }),
+      callback: (error, message) => resolve(error !== null ? `refused: ${error.message}` : `received: ${message.subject}`)
+    })
+    void nc.flush().then(() => setTimeout(() => {
+      sub.unsubscribe()
+      resolve("nothing")
+    }, 1_500))
+  })
+
+const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value))
+const decode = (data: Uint8Array) => JSON.parse(new TextDecoder().decode(data)) as { kind: string; value?: unknown; error?: { _tag: string; reason?: string } }
+const session = () => victim!.session("victim")
+
+/** The victim keeps working: a call of its code tool on the worker answers. */
+const victimWorks = async () => expect(typeof (await session().callTool("counter", {}))).toBe("number")
+
+describe("a namespace run with the authorization of `jitbox auth config`", () => {
+  it("worker: a plain (non-queue) subscription to the invocations, or another queue group, is refused; a call still runs", async () => {
+    const { nc } = await attacker("worker-default")
+    const calling = session().callTool("counter", {})
+    expect(await trySubscribe(nc, `${p}.worker.*.*.invoke`)).toMatch(/^refused: Permissions Violation/)
+    expect(await trySubscribe(nc, `${p}.worker.default.javascript.invoke`, "eavesdroppers")).toMatch(/^refused: Permissions Violation/)
+    expect(typeof await calling).toBe("number")
+    await nc.close()
+  }, 60_000)
+
+  it("worker: a package fetch with a version id but not its capability gets no source", async () => {
+    const { nc } = await attacker("worker-default")
+    const record = (await session().snapshot()).tools.find((tool) => tool.name === "counter")!
+    const reply = decode((await nc.request(`${p}.session.victim.package`, encode({
+      v: 2,
+      kind: "package",
+      version_id: JitHarnessSnapshot.codeVersionId(record),
+      chunk: 0,
+      capability: "AAAAAAAAAAAAAAAAAAAAAA"
+    }), { timeout: 10_000 })).data)
+    expect(reply.kind).toBe("error")
+    expect(reply.error?._tag).toBe("TransportError")
+    expect(reply.error?.reason).toBe("InvalidArgument")
+    await victimWorks()
+    await nc.close()
+  }, 60_000)
+
+  it("worker: a nested update_tool or create_tool naming the victim's running call is refused and stores nothing", async () => {
+    const { nc } = await attacker("worker-default")
+    const before = await session().snapshot()
+    const running = session().callTool("wait", { ms: 2_000 }, { callId: "victim_running" })
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    for (const [name, args] of [["update_tool", { name: "counter", source: waitJs }], ["create_tool", { entrypoint: "wait2", language: "javascript", source: waitJs }]] as const) {
+      const reply = decode((await nc.request(`${p}.session.victim.nested`, encode({
+        v: 2,
+        kind: "nested",
+        parent_call_id: "victim_running",
+        capability: "AAAAAAAAAAAAAAAAAAAAAA",
+        name,
+        args
+      }), { timeout: 10_000 })).data)
+      expect(reply.error?._tag, JSON.stringify(reply)).toBe("ToolRejected")
+      expect(reply.error?.reason).toBe("NoActiveInvocation")
+    }
+    expect(await running).toBe("waited")
+    expect(await session().snapshot()).toEqual(before)
+    await nc.close()
+  }, 60_000)
+
+  it("application: another principal's replies (_INBOX_sessions.>), every session's subjects and serving a session's call are refused", async () => {
+    const { nc } = await attacker("app")
+    expect(await trySubscribe(nc, "_INBOX_sessions.>")).toMatch(/^refused: Permissions Violation/)
+    expect(await trySubscribe(nc, "_INBOX.>")).toMatch(/^refused: Permissions Violation/)
+    expect(await trySubscribe(nc, `${p}.session.*.*`)).toMatch(/^refused: Permissions Violation/)
+    expect(await trySubscribe(nc, `${p}.session.victim.call`)).toMatch(/^refused: Permissions Violation/)
+    await victimWorks()
+    await nc.close()
+  }, 60_000)
+
+  it("application: a call sent again with its call_id runs once (DuplicateCall)", async () => {
+    const { nc } = await attacker("app")
+    const call = encode({ v: 2, kind: "call", name: "counter", call_id: "replayed_1", args: {} })
+    const first = decode((await nc.request(`${p}.session.victim.call`, call, { timeout: 10_000 })).data)
+    expect(first.kind).toBe("ok")
+    const again = decode((await nc.request(`${p}.session.victim.call`, call, { timeout: 10_000 })).data)
+    expect(again.error?.reason, JSON.stringify(again)).toBe("DuplicateCall")
+    expect(await session().callTool("counter", {})).toBe((first.value as number) + 1)
+    await nc.close()
+  }, 60_000)
+
+  it("application: publishing a cancel to the workers, a forged event, or any coordinator operation is refused by the server", async () => {
+    const { nc, refusals } = await attacker("app")
+    const observer = await attacker("observer")
+    const forged: Array<string> = []
+    observer.nc.subscribe(`${p}.events.>`, { callback: (_error, message) => forged.push(new TextDecoder().decode(message.data)) })
+    await observer.nc.flush()
+    nc.publish(`${p}.workers.cancel`, encode({ v: 2, kind: "cancel", session_id: "victim", call_id: "x", capability: "AAAAAAAAAAAAAAAAAAAAAA" }))
+    nc.publish(`${p}.events.victim.jit_tool_completed`, encode({ v: 2, kind: "event", event: { type: "CUSTOM", name: "jit_tool_completed", payload: { forged: true } } }))
+    for (const op of ["admit", "renew", "release", "verify"]) nc.publish(`${p}.coordinator.${op}`, encode({ v: 2, kind: op, session_id: "victim" }))
+    await nc.flush()
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    for (const subject of ["workers.cancel", "events.victim.jit_tool_completed", "coordinator.admit", "coordinator.release"]) {
+      expect(refusals.some((refusal) => refusal.includes(`Publish to "${p}.${subject}"`)), `${subject}: ${refusals.join("; ")}`).toBe(true)
+    }
+    expect(forged.filter((text) => text.includes("forged"))).toEqual([])
+    await victimWorks()
+    await nc.close()
+    await observer.nc.close()
+  }, 60_000)
+
+  it("anyone: a connection without a user, or with a wrong password, is refused", async () => {
+    await expect(connect({ servers: server!.url })).rejects.toThrow(/Authorization Violation/i)
+    await expect(connect({ servers: server!.url, user: "worker-default", pass: "guess" })).rejects.toThrow(/Authorization Violation/i)
+  }, 60_000)
+
+  it("operator: jitbox status runs with the operator's permissions", async () => {
+    const status = spawnCli(["status", "--timeout", "5s", ...as("operator")])
+    const code = await status.exited()
+    expect(code, plain(status.stderr())).toBe(0)
+    expect(plain(status.stdout())).toContain("coordinator: answering")
+  }, 120_000)
+})

@@ -1,0 +1,45 @@
+/**
+ * `Authorization.principals` on its own: every principal reads replies on its own inbox prefix
+ * only, a worker pool takes its invocations only in its queue groups, applications neither serve
+ * nor publish what only hosts and workers may, and names that are not subject tokens are refused.
+ * (packages/cli/test/Security.test.ts runs the printed configuration on a real nats-server.)
+ */
+import { describe, expect, it } from "vitest"
+import * as Authorization from "../src/Authorization.js"
+
+const all = Authorization.principals({ namespace: "ns1", pools: ["default", "gpu"], nodes: ["node-a"], applications: ["web", "batch"] })
+const byUser = new Map(all.map((principal) => [principal.user, principal]))
+
+describe("Authorization.principals", () => {
+  it("one user per principal, each with an inbox prefix of its own and no other inbox", () => {
+    expect([...byUser.keys()].sort()).toEqual(["batch", "coordinator", "node-node-a", "observer", "operator", "sessions", "web", "worker-default", "worker-gpu"])
+    for (const principal of all) {
+      const inboxes = principal.subscribe.filter((subject) => subject.startsWith("_INBOX"))
+      expect(inboxes, principal.user).toEqual([`${principal.inboxPrefix}.>`])
+      expect(principal.publish.some((subject) => subject.startsWith("_INBOX")), principal.user).toBe(false)
+    }
+  })
+
+  it("a worker pool subscribes its invocations only in its own queue groups", () => {
+    const invokes = byUser.get("worker-gpu")!.subscribe.filter((subject) => subject.includes(".invoke"))
+    expect(invokes).toEqual(Authorization.languages.map((language) => `jitbox.ns1.worker.gpu.${language}.invoke workers-gpu-${language}`))
+  })
+
+  it("an application calls and manages sessions, and may not serve them, cancel, publish events or talk to the coordinator", () => {
+    const web = byUser.get("web")!
+    expect(web.publish).toEqual(["jitbox.ns1.session.*.call", "jitbox.ns1.session.*.manage", "jitbox.ns1.sessions.activate"])
+    expect(web.subscribe).toEqual(["jitbox.ns1.events.>", "_INBOX_web.>"])
+    expect(web.allowResponses).toBe(false)
+  })
+
+  it("the printed block names each password by an environment variable, never a value", () => {
+    const text = Authorization.config({ namespace: "ns1" })
+    expect(text).toContain("password: $JITBOX_PASSWORD_WORKER_DEFAULT")
+    expect(text).not.toMatch(/password: "/)
+  })
+
+  it("refuses a name that is not a subject token", () => {
+    expect(() => Authorization.principals({ namespace: "a.b" })).toThrow(/namespace "a.b"/)
+    expect(() => Authorization.principals({ namespace: "ns1", pools: ["*"] })).toThrow(/pool/)
+  })
+})
