@@ -10,7 +10,6 @@ import { HelpDoc, ValidationError } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
 import * as Cause from "effect/Cause"
 import * as ConfigProvider from "effect/ConfigProvider"
-import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -20,6 +19,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Cli } from "../src/index.js"
 import { plain, spawnCli } from "./cliProcess.js"
+import { capturing } from "./inProcess.js"
 
 const spawned = async (args: ReadonlyArray<string>) => {
   const process_ = spawnCli(args)
@@ -27,18 +27,6 @@ const spawned = async (args: ReadonlyArray<string>) => {
   return { code, stdout: plain(process_.stdout()), stderr: plain(process_.stderr()) }
 }
 
-/** A console that keeps what is printed. */
-const capturing = (): { readonly console: Console.Console; readonly out: Array<string>; readonly err: Array<string> } => {
-  const out: Array<string> = []
-  const err: Array<string> = []
-  const base = Effect.runSync(Effect.console)
-  const console: Console.Console = {
-    ...base,
-    log: (...args) => Effect.sync(() => void out.push(args.join(" "))),
-    error: (...args) => Effect.sync(() => void err.push(args.join(" ")))
-  }
-  return { console, out, err }
-}
 
 /** Runs `jitbox <args>` in this process with `env` as the environment Config reads and its console captured. */
 const inProcess = async (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {

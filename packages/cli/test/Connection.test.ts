@@ -7,10 +7,7 @@
  * connecting without credentials to a server that is not this machine warns once on stderr; on
  * loopback, or with credentials, it does not.
  */
-import { NodeContext } from "@effect/platform-node"
 import * as Cause from "effect/Cause"
-import * as ConfigProvider from "effect/ConfigProvider"
-import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -19,29 +16,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { Cli, Connection } from "../src/index.js"
-import { plain } from "./cliProcess.js"
+import { Connection } from "../src/index.js"
+import { inProcess } from "./inProcess.js"
 
-/** Runs `jitbox <args>` in this process with `env` as the environment Config reads; answers the exit and stderr. */
-const inProcess = async (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
-  const out: Array<string> = []
-  const err: Array<string> = []
-  const base = Effect.runSync(Effect.console)
-  const console: Console.Console = {
-    ...base,
-    log: (...line) => Effect.sync(() => void out.push(line.join(" "))),
-    error: (...line) => Effect.sync(() => void err.push(line.join(" ")))
-  }
-  const exit = await Effect.runPromiseExit(
-    Cli.run(["node", "jitbox", ...args]).pipe(
-      Effect.provide(NodeContext.layer),
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))),
-      Effect.withConsole(console),
-      Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error(`jitbox ${args.join(" ")} did not end`) })
-    )
-  )
-  return { exit, stdout: plain(out.join("\n")), stderr: plain(err.join("\n")) }
-}
 
 const failure = async (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<unknown> => {
   const { exit } = await inProcess(args, env)

@@ -25,15 +25,13 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { NodeContext } from "@effect/platform-node"
 import * as Cause from "effect/Cause"
-import * as Console from "effect/Console"
 import * as Option from "effect/Option"
 import { type ChildProcess, spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Cli } from "../src/index.js"
 import { create as js, doubleSource, quadrupleSource, slowSource, textOf, waitUntil } from "../../mcp/test/fixtures.js"
 import { plain } from "./cliProcess.js"
+import { inProcess } from "./inProcess.js"
 
 const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url))
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url))
@@ -75,21 +73,6 @@ const spawnBuilt = (args: ReadonlyArray<string>, env: Record<string, string> = {
   }
 }
 
-/** Runs `jitbox <args>` in this process, its console captured; answers the exit and what it printed. */
-const inProcess = async (args: ReadonlyArray<string>) => {
-  const out: Array<string> = []
-  const err: Array<string> = []
-  const base = Effect.runSync(Effect.console)
-  const console: Console.Console = {
-    ...base,
-    log: (...line) => Effect.sync(() => void out.push(line.join(" "))),
-    error: (...line) => Effect.sync(() => void err.push(line.join(" ")))
-  }
-  const exit = await Effect.runPromiseExit(
-    Cli.run(["node", "jitbox", ...args]).pipe(Effect.provide(NodeContext.layer), Effect.withConsole(console))
-  )
-  return { exit, stdout: plain(out.join("\n")), stderr: plain(err.join("\n")) }
-}
 
 /** An official client that counts list_changed and records every error its transport reports. */
 const client = () => {
