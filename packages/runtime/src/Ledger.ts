@@ -14,12 +14,8 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as RecordStore from "./RecordStore.js"
 
-/** A write lost a race (the revision moved) or the store failed. @since 0.1.0 @category errors */
-export class LedgerError extends Schema.TaggedError<LedgerError>()("LedgerError", {
-  reason: Schema.Literal("Conflict", "Unavailable"),
-  key: Schema.String,
-  detail: Schema.String
-}) {
+/** A write lost a race (the revision moved) or the store failed: the store's `RecordError`, named for the ledger. @since 0.1.0 @category errors */
+export class LedgerError extends Schema.TaggedError<LedgerError>()("LedgerError", RecordStore.failureFields) {
   override get message(): string {
     return `${this.key}: ${this.detail}`
   }

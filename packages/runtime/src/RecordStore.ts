@@ -9,12 +9,21 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 
-/** A write lost a race (the revision moved) or the store failed. @since 0.1.0 @category errors */
-export class RecordError extends Schema.TaggedError<RecordError>()("RecordError", {
+/**
+ * What a failure says: `Conflict` (the revision moved) or `Unavailable` (the store failed), of which
+ * key, and why. A service that names its failures its own way (`LedgerError`) carries the same.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const failureFields = {
   reason: Schema.Literal("Conflict", "Unavailable"),
   key: Schema.String,
   detail: Schema.String
-}) {
+}
+
+/** A write lost a race (the revision moved) or the store failed. @since 0.1.0 @category errors */
+export class RecordError extends Schema.TaggedError<RecordError>()("RecordError", failureFields) {
   override get message(): string {
     return `${this.key}: ${this.detail}`
   }
