@@ -6,12 +6,9 @@
  * reads the spent budgets and live leases back.
  *
  * A removal (the coordinator's ledger compaction) is `kv.purge` at the revision read (a
- * compare-and-set too: a record written meanwhile is not removed). nats-server 2.9 has no per-key
- * TTL (a bucket's `max_age` would expire live records as well), and a purge leaves a marker
- * message of a few bytes under the key, which `keys` never lists; `make` then purges the marker
- * too (the store's `reclaim`, in `internal/kvRecords.ts`), so the bucket keeps nothing of the
- * removed record. Without the permission to purge the stream, the marker stays and the removal
- * still succeeds.
+ * compare-and-set too). nats-server 2.9 has no per-key TTL (a bucket's `max_age` would expire live
+ * records as well); `make` also purges the marker a removal leaves (`reclaim`, see
+ * `internal/kvRecords.ts`), so the bucket keeps nothing of the removed record.
  *
  * @since 0.1.0
  */

@@ -1,15 +1,14 @@
 /**
  * The runtime's `SessionOwnership` over a NATS JetStream KV bucket, shared by every host of a
  * deployment: one key per session (`session.<sessionId>`) holding the claim record
- * `{ v: 1, owner, expiresAt }`. Every write is a compare-and-set on the key's revision (`kv.create`
- * for a new claim, `kv.update` with the revision read for a take-over or a renewal, `kv.delete`
- * with the expected revision for a release), so the server itself decides which of two hosts wins.
- * nats-server 2.9 has no per-key TTL: the expiry is the timestamp in the record, compared with
- * the reader's Effect `Clock` (see the runtime's `SessionOwnership` for what that asks of clocks).
- * A value that is not a claim record (garbage, or larger than any record can be) is no claim: a
- * host takes the key over by `kv.update` on the revision it read, so only one host wins it.
- * A release leaves the key's delete marker (the bucket keeps one revision per key). `list` reads
- * every claim record, without writing or creating anything, for operators (`jitbox status`).
+ * `{ v: 1, owner, expiresAt }`, in the package's KV record store (`internal/kvRecords.ts`): a claim
+ * is `kv.create` or `kv.update` at the revision read, a renewal `kv.update`, a release `kv.delete`
+ * at the claim's revision (leaving the key's delete marker), so the server decides which of two
+ * hosts wins. nats-server 2.9 has no per-key TTL: the expiry is the timestamp in the record,
+ * compared with the reader's Effect `Clock` (see the runtime's `SessionOwnership`). A value that
+ * is not a claim record (garbage, or larger than 4 KiB) is no claim: a host takes the key over by
+ * `kv.update` at the revision it read, so only one host wins it. `list` reads every claim record,
+ * without writing or creating anything, for operators (`jitbox status`).
  *
  * @since 0.1.0
  */
@@ -115,20 +114,16 @@ export const list = (
   options: { readonly namespace?: string | undefined; readonly bucket?: string | undefined; readonly limit: number }
 ): Effect.Effect<{ readonly claims: ReadonlyArray<Listed>; readonly truncated: boolean }, SessionOwnership.OwnershipError> => {
   const bucket = options.bucket ?? bucketOf(options.namespace ?? "")
-  const prefix = "session."
-  const unavailable = (error: unknown) =>
-    new SessionOwnership.OwnershipError({ reason: "Unavailable", sessionId: "", detail: `cannot list the claims of '${bucket}': ${detail(error)}` })
+  const unavailable = (why: string) =>
+    new SessionOwnership.OwnershipError({ reason: "Unavailable", sessionId: "", detail: `cannot list the claims of '${bucket}': ${why}` })
   return Effect.gen(function*() {
-    const records = recordsOf(yield* Effect.tryPromise({ try: () => new Kvm(nc).open(bucket), catch: unavailable }))
-    const keys = yield* records.keys(prefix, options.limit + 1).pipe(
-      Effect.catchIf((error) => /stream not found/i.test(error.detail), () => Effect.succeed([])),
-      Effect.mapError((error) => unavailable(error.detail))
+    const records = recordsOf(yield* Effect.tryPromise({ try: () => new Kvm(nc).open(bucket), catch: (error) => unavailable(detail(error)) }))
+    // a bucket that does not exist yet has no claims
+    const keys = yield* Effect.catchIf(records.keys("session.", options.limit + 1), (error) => /stream not found/i.test(error.detail), () => Effect.succeed([]))
+    const entries = yield* Effect.forEach(keys.slice(0, options.limit), (key) => Effect.map(records.get(key), (entry) => [key, decodeClaim(entry?.value)] as const))
+    const claims = entries.flatMap(([key, record]) =>
+      Either.isRight(record) ? [{ sessionId: key.slice("session.".length), ownerId: record.right.owner, expiresAt: record.right.expiresAt }] : []
     )
-    const claims = yield* Effect.forEach(keys.slice(0, options.limit), (key) =>
-      Effect.map(Effect.mapError(records.get(key), (error) => unavailable(error.detail)), (entry): ReadonlyArray<Listed> => {
-        const record = decodeClaim(entry?.value)
-        return Either.isRight(record) ? [{ sessionId: key.slice(prefix.length), ownerId: record.right.owner, expiresAt: record.right.expiresAt }] : []
-      }))
-    return { claims: claims.flat(), truncated: keys.length > options.limit }
-  })
+    return { claims, truncated: keys.length > options.limit }
+  }).pipe(Effect.catchTag("RecordError", (error) => Effect.fail(unavailable(error.detail))))
 }

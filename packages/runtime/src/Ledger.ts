@@ -24,13 +24,7 @@ export class LedgerError extends Schema.TaggedError<LedgerError>()("LedgerError"
 /** @since 0.1.0 @category models */
 export type Entry = RecordStore.Entry
 
-/**
- * The records, by compare-and-set on their revision (`RecordStore`); `keys("session.", limit)`
- * lists the sessions' records, the least recently written first.
- *
- * @since 0.1.0
- * @category models
- */
+/** The records, by compare-and-set on their revision (`RecordStore`). @since 0.1.0 @category models */
 export interface LedgerShape extends RecordStore.RecordStore<LedgerError> {}
 
 /** @since 0.1.0 @category tags */
@@ -38,12 +32,7 @@ export class Ledger extends Context.Tag("@jitbox/runtime/Ledger")<Ledger, Ledger
 
 const ledgerError = (error: RecordStore.RecordError) => new LedgerError({ reason: error.reason, key: error.key, detail: error.detail })
 
-/**
- * The ledger over a record store, its failures as `LedgerError`s of the same reason.
- *
- * @since 0.1.0
- * @category constructors
- */
+/** The ledger over a record store, its failures `LedgerError`s of the same reason. @since 0.1.0 @category constructors */
 export const fromRecords = (records: RecordStore.RecordStore): LedgerShape => ({
   get: (key) => Effect.mapError(records.get(key), ledgerError),
   put: (key, value, expected) => Effect.mapError(records.put(key, value, expected), ledgerError),
@@ -51,12 +40,7 @@ export const fromRecords = (records: RecordStore.RecordStore): LedgerShape => ({
   keys: (prefix, limit) => Effect.mapError(records.keys(prefix, limit), ledgerError)
 })
 
-/**
- * Records in this process. Values are copied through JSON, as a store would.
- *
- * @since 0.1.0
- * @category constructors
- */
+/** Records in this process (`RecordStore.makeMemory`). @since 0.1.0 @category constructors */
 export const makeMemory = (): LedgerShape => fromRecords(RecordStore.makeMemory())
 
 /** @since 0.1.0 @category layers */

@@ -1,21 +1,14 @@
 /**
- * JSON records by key, each with a revision, written by compare-and-set: the one store under the
- * coordinator's `Ledger` and the hosts' `SessionOwnership`, each of which maps its failures to its
- * own errors. `makeMemory` keeps the records in this process; `@jitbox/nats` keeps them in a
- * JetStream KV bucket (under `KvLedger` and `KvSessionOwnership`).
+ * JSON records by key, each with a revision, written by compare-and-set: the store under the
+ * coordinator's `Ledger` and the hosts' `SessionOwnership`, which name its failures their own way.
+ * `makeMemory` keeps the records in this process; `@jitbox/nats` keeps them in a JetStream KV bucket.
  *
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 
-/**
- * What a failure says: `Conflict` (the revision moved) or `Unavailable` (the store failed), of which
- * key, and why. A service that names its failures its own way (`LedgerError`) carries the same.
- *
- * @since 0.1.0
- * @category schemas
- */
+/** What a failure says, under the store's tag (`RecordError`) or a service's (`LedgerError`). @since 0.1.0 @category schemas */
 export const failureFields = {
   reason: Schema.Literal("Conflict", "Unavailable"),
   key: Schema.String,
@@ -29,19 +22,13 @@ export class RecordError extends Schema.TaggedError<RecordError>()("RecordError"
   }
 }
 
-/** @since 0.1.0 @category models */
+/** A record; its revision increases with every write, and a write names the one it replaces. @since 0.1.0 @category models */
 export interface Entry {
   readonly value: unknown
-  /** Increases with every write; a write names the revision it replaces. */
   readonly revision: number
 }
 
-/**
- * The store; `E` is how a service over it names the failures (`Ledger`'s `LedgerError`).
- *
- * @since 0.1.0
- * @category models
- */
+/** The store; `E`, how a service over it names the failures (`Ledger`'s `LedgerError`). @since 0.1.0 @category models */
 export interface RecordStore<E = RecordError> {
   readonly get: (key: string) => Effect.Effect<Entry | undefined, E>
   /**
@@ -64,12 +51,7 @@ export interface RecordStore<E = RecordError> {
 const conflict = (key: string, expected: number, current: number) =>
   Effect.fail(new RecordError({ reason: "Conflict", key, detail: `expected revision ${expected}, found ${current}` }))
 
-/**
- * Records in this process. Values are copied through JSON, as a store would.
- *
- * @since 0.1.0
- * @category constructors
- */
+/** Records in this process, copied through JSON as a store would. @since 0.1.0 @category constructors */
 export const makeMemory = (): RecordStore => {
   const records = new Map<string, { readonly json: string; readonly revision: number }>()
   let sequence = 0

@@ -276,14 +276,13 @@ export const fromRecords = (records: ClaimRecords, options: OwnershipOptions = {
 }
 
 const keyOf = (sessionId: Ids.SessionId) => `session.${sessionId}`
-
 const isConflict = (error: RecordStore.RecordError) => error.reason === "Conflict"
 
 const unavailable = (sessionId: Ids.SessionId, what: string) => (error: RecordStore.RecordError) =>
   new OwnershipError({ reason: "Unavailable", sessionId, detail: `${what}: ${error.detail}` })
 
-/** A session's record is the key `session.<sessionId>`; a conflict is a write that did not happen, any other failure `Unavailable`. */
-const claimRecords = (store: RecordStore.RecordStore): ClaimRecords => ({
+/** The service over a record store, keys `session.<sessionId>`. Throws `ConfigError` for a bad `ttlMs`. @since 0.1.0 @category constructors */
+export const fromRecordStore = (store: RecordStore.RecordStore, options: OwnershipOptions = {}): SessionOwnershipShape => fromRecords({
   get: (sessionId) => Effect.mapError(store.get(keyOf(sessionId)), unavailable(sessionId, "cannot read the claim")),
   put: (sessionId, value, expected) =>
     store.put(keyOf(sessionId), value, expected).pipe(
@@ -296,24 +295,9 @@ const claimRecords = (store: RecordStore.RecordStore): ClaimRecords => ({
       Effect.catchIf(isConflict, () => Effect.succeed(false)),
       Effect.mapError(unavailable(sessionId, "cannot delete the claim"))
     )
-})
+}, options)
 
-/**
- * The service over a record store, one record per session under the key `session.<sessionId>`.
- * Throws `ConfigError` for a bad `ttlMs`.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const fromRecordStore = (store: RecordStore.RecordStore, options: OwnershipOptions = {}): SessionOwnershipShape =>
-  fromRecords(claimRecords(store), options)
-
-/**
- * Claim records in this process. Throws `ConfigError` for a bad `ttlMs`.
- *
- * @since 0.1.0
- * @category constructors
- */
+/** Claim records in this process. Throws `ConfigError` for a bad `ttlMs`. @since 0.1.0 @category constructors */
 export const makeMemory = (options: OwnershipOptions = {}): SessionOwnershipShape => fromRecordStore(RecordStore.makeMemory(), options)
 
 /**
