@@ -6,22 +6,20 @@
  * reads the spent budgets and live leases back.
  *
  * A removal (the coordinator's ledger compaction) is `kv.purge` at the revision read (a
- * compare-and-set too: a record written meanwhile is not removed). nats-server 2.9 has no per-key
- * TTL (a bucket's `max_age` would expire live records as well), and a purge leaves a marker
- * message of a few bytes under the key, which `keys` never lists; with `reclaim`, the removal then
- * purges the key's subject up to that marker (`$JS.API.STREAM.PURGE` with the marker's sequence,
- * so a write that came after it stays), and the bucket keeps nothing of the removed record. Without
- * the permission to purge the stream, the marker stays and the removal still succeeds.
+ * compare-and-set too). nats-server 2.9 has no per-key TTL (a bucket's `max_age` would expire live
+ * records as well); `make` also purges the marker a removal leaves (`reclaim`, see
+ * `internal/kvRecords.ts`), so the bucket keeps nothing of the removed record.
  *
  * @since 0.1.0
  */
 import type { NatsConnection as NatsClient } from "@nats-io/transport-node"
-import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream"
+import { jetstreamManager } from "@nats-io/jetstream"
 import { type KV, Kvm } from "@nats-io/kv"
 import { Ledger } from "@jitbox/runtime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { detail, isConflict } from "./internal/kvErrors.js"
+import { detail } from "./internal/kvErrors.js"
+import * as KvRecords from "./internal/kvRecords.js"
 import * as NatsConnection from "./NatsConnection.js"
 
 /** @since 0.1.0 @category models */
@@ -35,24 +33,8 @@ export interface KvLedgerOptions {
 /** The default bucket of a namespace. @since 0.1.0 @category constructors */
 export const bucketOf = (namespace: string): string => `jitbox-ledger-${namespace}`
 
-const encoder = new TextEncoder()
-
 /** What removing a record's marker needs: the stream's manager and the bucket's name. @since 0.1.0 @category models */
-export interface Reclaim {
-  readonly jsm: JetStreamManager
-  readonly bucket: string
-}
-
-/** Purges the marker a removal left under `key`, up to its own sequence; failures leave the marker. */
-const reclaimMarker = async (kv: KV, reclaim: Reclaim, key: string): Promise<void> => {
-  try {
-    const marker = await kv.get(key)
-    if (marker === null || marker.operation === "PUT") return
-    await reclaim.jsm.streams.purge(`KV_${reclaim.bucket}`, { filter: `$KV.${reclaim.bucket}.${key}`, seq: marker.revision + 1 })
-  } catch {
-    // the marker stays: a few bytes, never listed
-  }
-}
+export type Reclaim = KvRecords.Reclaim
 
 /**
  * A `Ledger` over `kv`; with `reclaim`, a removal leaves nothing in the bucket.
@@ -60,61 +42,8 @@ const reclaimMarker = async (kv: KV, reclaim: Reclaim, key: string): Promise<voi
  * @since 0.1.0
  * @category constructors
  */
-export const fromBucket = (kv: KV, reclaim?: Reclaim): Ledger.LedgerShape => ({
-  get: (key) =>
-    Effect.tryPromise({
-      try: () => kv.get(key),
-      catch: (error) => new Ledger.LedgerError({ reason: "Unavailable", key, detail: detail(error) })
-    }).pipe(
-      Effect.flatMap((entry) => {
-        if (entry === null || entry.operation !== "PUT") return Effect.succeed(undefined)
-        return Effect.try({
-          try: () => ({ value: entry.json<unknown>(), revision: entry.revision }),
-          catch: (error) => new Ledger.LedgerError({ reason: "Unavailable", key, detail: `the record does not parse: ${detail(error)}` })
-        })
-      })
-    ),
-  put: (key, value, expected) =>
-    Effect.tryPromise({
-      try: () => {
-        const data = encoder.encode(JSON.stringify(value))
-        return expected === 0 ? kv.create(key, data) : kv.update(key, data, expected)
-      },
-      catch: (error) =>
-        new Ledger.LedgerError({
-          reason: isConflict(error) ? "Conflict" : "Unavailable",
-          key,
-          detail: isConflict(error) ? `the record moved past revision ${expected}` : detail(error)
-        })
-    }),
-  remove: (key, expected) =>
-    Effect.tryPromise({
-      try: () => kv.purge(key, { previousSeq: expected }),
-      catch: (error) =>
-        new Ledger.LedgerError({
-          reason: isConflict(error) ? "Conflict" : "Unavailable",
-          key,
-          detail: isConflict(error) ? `the record moved past revision ${expected}` : detail(error)
-        })
-    }).pipe(Effect.zipRight(reclaim === undefined ? Effect.void : Effect.promise(() => reclaimMarker(kv, reclaim, key)))),
-  keys: (prefix, limit) =>
-    Effect.tryPromise({
-      try: async () => {
-        const found: Array<string> = []
-        // a key is dot-separated tokens: `session.` lists as `session.>`
-        const keys = await kv.keys(prefix.endsWith(".") ? `${prefix}>` : prefix === "" ? ">" : prefix)
-        for await (const key of keys) {
-          if (found.length >= limit) {
-            keys.stop()
-            break
-          }
-          found.push(key)
-        }
-        return found
-      },
-      catch: (error) => new Ledger.LedgerError({ reason: "Unavailable", key: prefix, detail: `cannot list the keys: ${detail(error)}` })
-    })
-})
+export const fromBucket = (kv: KV, reclaim?: Reclaim): Ledger.LedgerShape =>
+  Ledger.fromRecords(KvRecords.make(kv, { removal: "purge", reclaim }))
 
 /**
  * Opens (or creates) the bucket on an open connection.

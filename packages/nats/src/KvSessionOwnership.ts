@@ -1,15 +1,14 @@
 /**
  * The runtime's `SessionOwnership` over a NATS JetStream KV bucket, shared by every host of a
  * deployment: one key per session (`session.<sessionId>`) holding the claim record
- * `{ v: 1, owner, expiresAt }`. Every write is a compare-and-set on the key's revision (`kv.create`
- * for a new claim, `kv.update` with the revision read for a take-over or a renewal, `kv.delete`
- * with the expected revision for a release), so the server itself decides which of two hosts wins.
- * nats-server 2.9 has no per-key TTL: the expiry is the timestamp in the record, compared with
- * the reader's Effect `Clock` (see the runtime's `SessionOwnership` for what that asks of clocks).
- * A value that is not a claim record (garbage, or larger than any record can be) is no claim: a
- * host takes the key over by `kv.update` on the revision it read, so only one host wins it.
- * A release leaves the key's delete marker (the bucket keeps one revision per key). `list` reads
- * every claim record, without writing or creating anything, for operators (`jitbox status`).
+ * `{ v: 1, owner, expiresAt }`, in the package's KV record store (`internal/kvRecords.ts`): a claim
+ * is `kv.create` or `kv.update` at the revision read, a renewal `kv.update`, a release `kv.delete`
+ * at the claim's revision (leaving the key's delete marker), so the server decides which of two
+ * hosts wins. nats-server 2.9 has no per-key TTL: the expiry is the timestamp in the record,
+ * compared with the reader's Effect `Clock` (see the runtime's `SessionOwnership`). A value that
+ * is not a claim record (garbage, or larger than 4 KiB) is no claim: a host takes the key over by
+ * `kv.update` at the revision it read, so only one host wins it. `list` reads every claim record,
+ * without writing or creating anything, for operators (`jitbox status`).
  *
  * @since 0.1.0
  */
@@ -21,7 +20,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { detail, isConflict } from "./internal/kvErrors.js"
+import { detail } from "./internal/kvErrors.js"
+import * as KvRecords from "./internal/kvRecords.js"
 import * as NatsConnection from "./NatsConnection.js"
 
 /** @since 0.1.0 @category models */
@@ -40,8 +40,10 @@ export const bucketOf = (namespace: string): string => `jitbox-owners-${namespac
 /** A claim record is a few dozen bytes; a larger value is not one. */
 const maxRecordBytes = 4_096
 
-const decoder = new TextDecoder()
 const decodeClaim = Schema.decodeUnknownEither(SessionOwnership.ClaimHead)
+
+/** The bucket's records: a release leaves the key's delete marker. */
+const recordsOf = (kv: KV) => KvRecords.make(kv, { removal: "delete", maxValueBytes: maxRecordBytes })
 
 /**
  * The service over an open bucket. Throws `ConfigError` for a bad `ttlMs`.
@@ -49,45 +51,8 @@ const decodeClaim = Schema.decodeUnknownEither(SessionOwnership.ClaimHead)
  * @since 0.1.0
  * @category constructors
  */
-export const fromBucket = (kv: KV, options: SessionOwnership.OwnershipOptions = {}): SessionOwnership.SessionOwnershipShape => {
-  const keyOf = (sessionId: string) => `session.${sessionId}`
-  const unavailable = (sessionId: string, what: string) => (error: unknown) =>
-    new SessionOwnership.OwnershipError({ reason: "Unavailable", sessionId, detail: `${what}: ${detail(error)}` })
-  return SessionOwnership.fromRecords({
-    get: (sessionId) =>
-      Effect.flatMap(
-        Effect.tryPromise({ try: () => kv.get(keyOf(sessionId)), catch: unavailable(sessionId, "cannot read the claim") }),
-        (entry) => {
-          if (entry === null || entry.operation !== "PUT") return Effect.succeed(undefined)
-          // Larger than any claim record: not read, and no claim (the next claim replaces it).
-          if (entry.value.length > maxRecordBytes) return Effect.succeed({ value: null, revision: entry.revision })
-          const text = decoder.decode(entry.value)
-          let value: unknown = text
-          try {
-            value = JSON.parse(text)
-          } catch {
-            // Left as text: the record's schema refuses it.
-          }
-          return Effect.succeed({ value, revision: entry.revision })
-        }
-      ),
-    put: (sessionId, value, expected) =>
-      Effect.tryPromise({
-        try: () => {
-          const data = JSON.stringify(value)
-          const written = expected === 0 ? kv.create(keyOf(sessionId), data) : kv.update(keyOf(sessionId), data, expected)
-          return written.then((revision): number | undefined => revision, (error: unknown) => isConflict(error) ? undefined : Promise.reject(error))
-        },
-        catch: unavailable(sessionId, "cannot write the claim")
-      }),
-    remove: (sessionId, expected) =>
-      Effect.tryPromise({
-        try: () =>
-          kv.delete(keyOf(sessionId), { previousSeq: expected }).then(() => true, (error: unknown) => isConflict(error) ? false : Promise.reject(error)),
-        catch: unavailable(sessionId, "cannot delete the claim")
-      })
-  }, options)
-}
+export const fromBucket = (kv: KV, options: SessionOwnership.OwnershipOptions = {}): SessionOwnership.SessionOwnershipShape =>
+  SessionOwnership.fromRecordStore(recordsOf(kv), options)
 
 /**
  * Opens (or creates) the bucket on an open connection.
@@ -149,42 +114,16 @@ export const list = (
   options: { readonly namespace?: string | undefined; readonly bucket?: string | undefined; readonly limit: number }
 ): Effect.Effect<{ readonly claims: ReadonlyArray<Listed>; readonly truncated: boolean }, SessionOwnership.OwnershipError> => {
   const bucket = options.bucket ?? bucketOf(options.namespace ?? "")
-  const unavailable = (error: unknown) =>
-    new SessionOwnership.OwnershipError({ reason: "Unavailable", sessionId: "", detail: `cannot list the claims of '${bucket}': ${detail(error)}` })
-  return Effect.tryPromise({
-    try: async () => {
-      const kv = await new Kvm(nc).open(bucket)
-      const keys: Array<string> = []
-      let truncated = false
-      try {
-        const listed = await kv.keys("session.>")
-        for await (const key of listed) {
-          if (keys.length >= options.limit) {
-            truncated = true
-            listed.stop()
-            break
-          }
-          keys.push(key)
-        }
-      } catch (error) {
-        if (/stream not found/i.test(detail(error))) return { claims: [], truncated: false }
-        throw error
-      }
-      const claims: Array<Listed> = []
-      for (const key of keys) {
-        const entry = await kv.get(key)
-        if (entry === null || entry.operation !== "PUT" || entry.value.length > maxRecordBytes) continue
-        let value: unknown
-        try {
-          value = JSON.parse(decoder.decode(entry.value))
-        } catch {
-          continue
-        }
-        const record = decodeClaim(value)
-        if (Either.isRight(record)) claims.push({ sessionId: key.slice("session.".length), ownerId: record.right.owner, expiresAt: record.right.expiresAt })
-      }
-      return { claims, truncated }
-    },
-    catch: unavailable
-  })
+  const unavailable = (why: string) =>
+    new SessionOwnership.OwnershipError({ reason: "Unavailable", sessionId: "", detail: `cannot list the claims of '${bucket}': ${why}` })
+  return Effect.gen(function*() {
+    const records = recordsOf(yield* Effect.tryPromise({ try: () => new Kvm(nc).open(bucket), catch: (error) => unavailable(detail(error)) }))
+    // a bucket that does not exist yet has no claims
+    const keys = yield* Effect.catchIf(records.keys("session.", options.limit + 1), (error) => /stream not found/i.test(error.detail), () => Effect.succeed([]))
+    const entries = yield* Effect.forEach(keys.slice(0, options.limit), (key) => Effect.map(records.get(key), (entry) => [key, decodeClaim(entry?.value)] as const))
+    const claims = entries.flatMap(([key, record]) =>
+      Either.isRight(record) ? [{ sessionId: key.slice("session.".length), ownerId: record.right.owner, expiresAt: record.right.expiresAt }] : []
+    )
+    return { claims, truncated: keys.length > options.limit }
+  }).pipe(Effect.catchTag("RecordError", (error) => Effect.fail(unavailable(error.detail))))
 }

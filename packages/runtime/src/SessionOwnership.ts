@@ -20,7 +20,8 @@
  * it exactly one wins. Garbage can thus cost a session nothing but a take-over, never block it.
  *
  * `layerMemory` keeps the records in this process; `fromRecords` builds the service over any
- * compare-and-set store, as `KvSessionOwnership` in `@jitbox/nats` does over a JetStream KV bucket.
+ * compare-and-set store, and `fromRecordStore` over a `RecordStore`, as `KvSessionOwnership` in
+ * `@jitbox/nats` does over a JetStream KV bucket.
  *
  * @since 0.1.0
  */
@@ -34,6 +35,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type * as Ids from "./Ids.js"
+import * as RecordStore from "./RecordStore.js"
 
 /**
  * A claim refused or lost. `Held`: another owner's live claim (`owner`, `expiresAt`). `Lost`:
@@ -273,37 +275,30 @@ export const fromRecords = (records: ClaimRecords, options: OwnershipOptions = {
   return { ttlMs, claim: claimer(records, ttlMs, read, lostError(read)), holder }
 }
 
-/**
- * Claim records in this process. Throws `ConfigError` for a bad `ttlMs`.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const makeMemory = (options: OwnershipOptions = {}): SessionOwnershipShape => {
-  const entries = new Map<string, { readonly json: string; readonly revision: number }>()
-  let sequence = 0
-  const revisionOf = (sessionId: Ids.SessionId) => entries.get(sessionId)?.revision ?? 0
-  return fromRecords({
-    get: (sessionId) =>
-      Effect.sync(() => {
-        const entry = entries.get(sessionId)
-        return entry === undefined ? undefined : { value: JSON.parse(entry.json), revision: entry.revision }
-      }),
-    put: (sessionId, value, expected) =>
-      Effect.sync(() => {
-        if (revisionOf(sessionId) !== expected) return undefined
-        const revision = ++sequence
-        entries.set(sessionId, { json: JSON.stringify(value), revision })
-        return revision
-      }),
-    remove: (sessionId, expected) =>
-      Effect.sync(() => {
-        if (revisionOf(sessionId) !== expected) return false
-        entries.delete(sessionId)
-        return true
-      })
-  }, options)
-}
+const keyOf = (sessionId: Ids.SessionId) => `session.${sessionId}`
+const isConflict = (error: RecordStore.RecordError) => error.reason === "Conflict"
+
+const unavailable = (sessionId: Ids.SessionId, what: string) => (error: RecordStore.RecordError) =>
+  new OwnershipError({ reason: "Unavailable", sessionId, detail: `${what}: ${error.detail}` })
+
+/** The service over a record store, keys `session.<sessionId>`. Throws `ConfigError` for a bad `ttlMs`. @since 0.1.0 @category constructors */
+export const fromRecordStore = (store: RecordStore.RecordStore, options: OwnershipOptions = {}): SessionOwnershipShape => fromRecords({
+  get: (sessionId) => Effect.mapError(store.get(keyOf(sessionId)), unavailable(sessionId, "cannot read the claim")),
+  put: (sessionId, value, expected) =>
+    store.put(keyOf(sessionId), value, expected).pipe(
+      Effect.catchIf(isConflict, () => Effect.succeed(undefined)),
+      Effect.mapError(unavailable(sessionId, "cannot write the claim"))
+    ),
+  remove: (sessionId, expected) =>
+    store.remove(keyOf(sessionId), expected).pipe(
+      Effect.as(true),
+      Effect.catchIf(isConflict, () => Effect.succeed(false)),
+      Effect.mapError(unavailable(sessionId, "cannot delete the claim"))
+    )
+}, options)
+
+/** Claim records in this process. Throws `ConfigError` for a bad `ttlMs`. @since 0.1.0 @category constructors */
+export const makeMemory = (options: OwnershipOptions = {}): SessionOwnershipShape => fromRecordStore(RecordStore.makeMemory(), options)
 
 /**
  * Ownership within this process: every `Sessions` host built with one instance of the layer shares it.

@@ -41,6 +41,11 @@ export * as Ledger from "./Ledger.js"
 /**
  * @since 0.1.0
  */
+export * as RecordStore from "./RecordStore.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as MemoryTransport from "./MemoryTransport.js"
 
 /**
