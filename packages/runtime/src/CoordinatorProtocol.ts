@@ -1,6 +1,6 @@
 /**
  * The root coordinator's protocol as one table (`operations`): each operation is served on
- * `coordinator.<op>`, with its payload (snake_case on the wire, camelCase in code: the renames are
+ * `coordinator.<principal>.<op>` (the principal: who asks, a subject token), with its payload (snake_case on the wire, camelCase in code: the renames are
  * declared here once, with `Schema.fromKey`), its success and its errors (`CoordinatorError`).
  * The server (`Coordinator`) and the client (`CoordinatorClient`) are both derived from it.
  *
@@ -25,9 +25,17 @@ import { ProtocolError } from "./ProtocolError.js"
 import { TransportError } from "./TransportError.js"
 import * as WorkerCapacity from "./WorkerCapacity.js"
 
-/** A coordinator operation refused. @since 0.1.0 @category errors */
+/**
+ * A coordinator operation refused. `NotOwner`: the session's record (its live lease) belongs to
+ * another principal than the one asking (renew, release, or admit of a session another principal
+ * holds a live lease of). `NotAllowed`: the profile lists its `principals` and the asker is not
+ * one of them.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class AdmissionError extends Schema.TaggedError<AdmissionError>()("AdmissionError", {
-  reason: Schema.Literal("ProfileNotFound", "LeaseExpired", "LeaseNotFound"),
+  reason: Schema.Literal("ProfileNotFound", "LeaseExpired", "LeaseNotFound", "NotOwner", "NotAllowed"),
   detail: Schema.String
 }) {
   override get message(): string {
@@ -259,7 +267,7 @@ export type VerifyRequest = typeof VerifyRequest.Type
 const errors = { error: CoordinatorError } as const
 
 /**
- * The coordinator's operations, each served on `coordinator.<op>`.
+ * The coordinator's operations, each served on `coordinator.<principal>.<op>`.
  *
  * @since 0.1.0
  * @category protocol

@@ -113,6 +113,8 @@ export interface WorkerOptions {
    * profile runs its code with that one variable added to its children's environment.
    */
   readonly credentials?: Readonly<Record<string, string>> | undefined
+  /** Who the worker asks the coordinator as (`coordinator.<principal>.verify`): the NATS user it connects as (default `default`). */
+  readonly principal?: string | undefined
   /** How long asking the coordinator about a lease may take (default 10 000 ms). */
   readonly verifyTimeoutMs?: number | undefined
   /** Told of every invocation once it has finished (for logs); what it throws is ignored. */
@@ -237,6 +239,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
     const clock = yield* Effect.clock
     const prefix = options.prefix
     const { backlog, concurrency, graceMs, nestedInvocations, nodeId, pool, workerId } = yield* settings(options)
+    const principal = options.principal === undefined ? undefined : yield* Ids.decode(Ids.Principal, "principal")(options.principal)
     // the sandbox reads deadlines by the same clock the worker sets them with
     const sandbox = yield* Effect.acquireRelease(
       Effect.sync(() => SandboxRunner.make({ ...options.sandbox, clock: options.sandbox?.clock ?? { now: () => clock.unsafeCurrentTimeMillis() } })),
@@ -245,6 +248,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
     const languages = (options.languages ?? sandbox.languages).filter((language) => sandbox.languages.includes(language))
     const leases = yield* LeaseVerification.make({
       prefix,
+      principal,
       requireAdmission: options.requireAdmission ?? true,
       pool,
       nodeId,
