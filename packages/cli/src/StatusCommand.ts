@@ -166,10 +166,11 @@ export const gatherStatus = (
 ) =>
   Effect.scoped(Effect.gen(function*() {
     const { namespace } = yield* Connection.prefixOf(config)
+    const principal = yield* Connection.principalOf(config)
     const connection = yield* NatsConnection.make(yield* Connection.natsOptions(config, `jitbox-status-${namespace}`))
     const nc = connection.nc
     const transport = NatsTransport.fromConnection(connection)
-    const client = yield* CoordinatorClient.make({ namespace, timeoutMs: config.timeout }).pipe(Effect.provideService(Transport.Transport, transport))
+    const client = yield* CoordinatorClient.make({ namespace, principal, timeoutMs: config.timeout }).pipe(Effect.provideService(Transport.Transport, transport))
     const limit = Math.max(1, Math.min(CoordinatorProtocol.leasesLimits.max, config.limit))
     const [leases, capacities, coordinators, workers, claims] = yield* Effect.all([
       Effect.either(client.leases(limit)),
