@@ -53,6 +53,7 @@ const placeholders: Record<string, string | undefined> = {
   prefix: "<p>",
   session: "<sid>",
   op: "<op>",
+  principal: "<principal>",
   pool: "<pool>",
   language: "<language>",
   nodeId: "<nodeId>",

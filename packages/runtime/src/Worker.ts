@@ -23,7 +23,7 @@
  *   headers its request carried and its nested calls carry the headers it answers (they are never
  *   read for authority).
  * - **Admission**: unless `requireAdmission` is `false`, every request must carry the session's
- *   lease id, and the worker asks the coordinator (`coordinator.verify`) for that lease's facts,
+ *   lease id, and the worker asks the coordinator (`coordinator.<principal>.verify`, as its `principal`) for that lease's facts,
  *   kept for a quarter of the lease's lifetime (at most 30 s): a lease the coordinator does not
  *   know, one without `deploymentConsent`, one whose profile names another pool (`location`) or
  *   pins another worker (`sandboxNodeId`) is refused with `PolicyViolation` `NotAdmitted`, and
