@@ -150,7 +150,9 @@ export const ProfileView = Schema.Struct({
   name: Schema.String,
   ...Placement,
   policy: JitPolicy.JitPolicy,
-  slotsHeld: Schema.Number
+  slotsHeld: Schema.Number,
+  /** The principals that may admit sessions under it, when it lists them. */
+  principals: Schema.optional(Schema.Array(Schema.String))
 })
 
 /** @since 0.1.0 @category models */
@@ -159,7 +161,7 @@ export type ProfileView = typeof ProfileView.Type
 /**
  * One session as `leases` answers it. `spent`: what its ended leases spent (a lease that expired
  * counts whole); `left`: its budget not yet charged (the policy's maximum less `spent`), out of
- * which its live `lease`, if any, was granted.
+ * which its live `lease`, if any, was granted. `principal`: who admitted it (its owner).
  *
  * @since 0.1.0
  * @category schemas
@@ -167,6 +169,8 @@ export type ProfileView = typeof ProfileView.Type
 export const SessionBudget = Schema.Struct({
   sessionId: Ids.SessionId,
   profile: Schema.String,
+  /** The principal that admitted it: only it renews or releases its lease (absent from coordinators before principals). */
+  principal: Schema.optional(Schema.String),
   deploymentConsent: Schema.Boolean,
   spent: Counts,
   left: Counts,

@@ -250,6 +250,7 @@ export const coordinatorConformance = (
         const view = yield* owner.leases()
         const victim = view.sessions.find((session) => session.sessionId === "victim")!
         assert.strictEqual(victim.lease?.id, leaseId)
+        assert.strictEqual(victim.principal, "sessions")
         assert.strictEqual(victim.lease?.slots, 2)
         assert.deepStrictEqual(victim.spent, { invocations: 0, tools: 0, repairs: 0 })
         assert.deepStrictEqual(victim.left, { invocations: 20, tools: 8, repairs: 1 })
@@ -300,6 +301,8 @@ export const coordinatorConformance = (
         // nothing was recorded for the refused sessions
         const view = yield* listed.leases()
         assert.deepStrictEqual(view.sessions.map((session) => session.sessionId), [])
+        assert.deepStrictEqual(view.profiles.find((profile) => profile.name === "secret")?.principals, ["sessions"])
+        assert.isUndefined(view.profiles.find((profile) => profile.name === "standard")?.principals)
         const admitted = yield* listed.admit({ sessionId: Ids.sessionId("s1"), profile: "secret", deploymentConsent: true })
         const facts = yield* other.verify({ sessionId: Ids.sessionId("s1"), leaseId: admitted.lease.id })
         assert.strictEqual(facts.credentialName, "API_KEY")

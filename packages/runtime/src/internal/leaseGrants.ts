@@ -196,6 +196,7 @@ const budgetOf = (record: SessionRecord, now: number): SessionBudget => {
   return {
     sessionId: current.sessionId,
     profile: current.profile,
+    principal: current.principal,
     deploymentConsent: current.consent,
     spent: current.used,
     left: {
@@ -219,7 +220,8 @@ export const leases = (grants: Grants, request: { readonly limit?: number | unde
         ...(profile.location === undefined ? {} : { location: profile.location }),
         ...(profile.sandboxNodeId === undefined ? {} : { sandboxNodeId: profile.sandboxNodeId }),
         policy: profile.policy,
-        slotsHeld: holders.reduce((sum, holder) => sum + holder.slots, 0)
+        slotsHeld: holders.reduce((sum, holder) => sum + holder.slots, 0),
+        ...(profile.principals === undefined ? {} : { principals: profile.principals })
       })
     }
     const limit = request.limit ?? leasesLimits.default
