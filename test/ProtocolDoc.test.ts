@@ -53,6 +53,7 @@ const placeholders: Record<string, string | undefined> = {
   prefix: "<p>",
   session: "<sid>",
   op: "<op>",
+  principal: "<principal>",
   pool: "<pool>",
   language: "<language>",
   nodeId: "<nodeId>",
@@ -224,7 +225,7 @@ describe("docs/protocol.md names every error, operation, kind and event", () => 
   })
 
   it.each(CoordinatorProtocol.kinds.map((op) => [op]))("coordinator operation %s has its subject and an example", (op) => {
-    expect(doc.includes(`\`<p>.coordinator.${op}\``), `docs/protocol.md does not name <p>.coordinator.${op}`).toBe(true)
+    expect(doc.includes(`\`<p>.coordinator.<principal>.${op}\``), `docs/protocol.md does not name <p>.coordinator.<principal>.${op}`).toBe(true)
     expect(doc.includes(`{"v":2,"kind":"${op}"`), `docs/protocol.md has no example of ${op}`).toBe(true)
   })
 
@@ -407,7 +408,7 @@ describe("docs/protocol.md examples are real messages", () => {
       return yield* Effect.forEach(requests, (example) =>
         Effect.promise(async () => {
           const op = Ids.token(example.value.kind as string)
-          const reply = await transport.request(Subject.coordinator(prefix, op), JSON.stringify(example.value), { timeoutMs: 10_000 })
+          const reply = await transport.request(Subject.coordinator(prefix, Ids.defaultPrincipal, op), JSON.stringify(example.value), { timeoutMs: 10_000 })
           return { line: example.line, reply: Either.getOrThrowWith(Envelope.parse(reply.data, "reply"), (error) => error) }
         }))
     })))

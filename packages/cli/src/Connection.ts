@@ -10,7 +10,10 @@
  * - TLS: `--tls-ca` (the CA that signed the server's certificate), `--tls-cert` with `--tls-key`
  *   (this client's certificate, for a server that verifies clients) (`JITBOX_TLS_CA`, `_CERT`, `_KEY`);
  * - `--inbox-prefix` (`JITBOX_INBOX_PREFIX`): the prefix of the connection's reply subjects, for a
- *   server that lets this user subscribe only to its own (`_INBOX_worker.>`).
+ *   server that lets this user subscribe only to its own (`_INBOX_worker.>`);
+ * - `--principal` (`JITBOX_PRINCIPAL`): who the command asks the coordinator as, the principal
+ *   token of `coordinator.<principal>.<op>` (default: the `--user`, else `default`). A server
+ *   configured by `jitbox auth config` lets each user publish only its own principal's subjects.
  *
  * A flag wins over its environment variable. Options that do not go together (two ways to
  * authenticate, `--password` without `--user`, `--tls-cert` without `--tls-key`) fail
@@ -98,6 +101,15 @@ export const inboxPrefix = Options.text("inbox-prefix").pipe(
 )
 
 /** @since 0.1.0 @category options */
+export const principal = Options.text("principal").pipe(
+  Options.withDescription(
+    `Who this command asks the coordinator as (coordinator.<principal>.<op>): the NATS user it connects as; environment variable JITBOX_PRINCIPAL; default the --user, else ${Ids.defaultPrincipal}`
+  ),
+  Options.withFallbackConfig(Config.string("JITBOX_PRINCIPAL")),
+  Options.optional
+)
+
+/** @since 0.1.0 @category options */
 export const namespace = Options.text("namespace").pipe(
   Options.withDescription(`The namespace served (subject-safe: letters, digits, _ and -); environment variable JITBOX_NAMESPACE; default ${defaults.namespace}`),
   Options.withDefault(defaults.namespace),
@@ -105,7 +117,7 @@ export const namespace = Options.text("namespace").pipe(
 )
 
 /** How to reach a secured server, for a command with a `--server` of its own. @since 0.1.0 @category options */
-export const security = { creds, user, password, token, nkey, tlsCa, tlsCert, tlsKey, inboxPrefix } as const
+export const security = { creds, user, password, token, nkey, tlsCa, tlsCert, tlsKey, inboxPrefix, principal } as const
 
 /** The shared options, to spread into a command's options. @since 0.1.0 @category options */
 export const options = { server, namespace, ...security } as const
@@ -121,6 +133,8 @@ export interface SecurityConfig {
   readonly tlsCert: Option.Option<string>
   readonly tlsKey: Option.Option<string>
   readonly inboxPrefix: Option.Option<string>
+  /** Absent (a config made in code): as if not given. */
+  readonly principal?: Option.Option<string> | undefined
 }
 
 /** What the shared options parse to. @since 0.1.0 @category models */
@@ -286,3 +300,30 @@ export const prefixOf = (
   config: ConnectionConfig
 ): Effect.Effect<{ readonly namespace: Ids.Namespace; readonly prefix: Subject.Prefix }, HarnessError.ConfigError> =>
   Effect.map(Ids.decode(Ids.Namespace, "namespace")(config.namespace), (namespace) => ({ namespace, prefix: Subject.prefix(namespace) }))
+
+/**
+ * Who the command asks the coordinator as: `--principal`, else the `--user` (or the user in
+ * `--server`), else `default`; a name that is not a subject token fails `ConfigError` naming
+ * `--principal`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const principalOf = (config: SecurityConfig & { readonly server?: string | Option.Option<string> | undefined }): Effect.Effect<Ids.Principal, HarnessError.ConfigError> => {
+  const given = Option.getOrUndefined(config.principal ?? Option.none())
+  const server = typeof config.server === "string" ? config.server : Option.getOrUndefined(config.server ?? Option.none())
+  const urlUser = (): string | undefined => {
+    if (server === undefined) return undefined
+    try {
+      return server.split(",").map((url) => url.trim()).filter((url) => url !== "").map(NatsConnection.serverUrl).find((url) => url.user !== undefined)?.user
+    } catch {
+      return undefined
+    }
+  }
+  const name = given ?? Option.getOrUndefined(config.user) ?? urlUser()
+  if (name === undefined) return Effect.succeed(Ids.defaultPrincipal)
+  return Effect.mapError(
+    Ids.decode(Ids.Principal, "--principal")(name),
+    (error) => configError("--principal", given === undefined ? `the --user is the default principal: ${error.detail}; give --principal` : error.detail)
+  )
+}

@@ -138,6 +138,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
     yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
+    const principal = yield* Connection.principalOf(config)
     // first in the scope, so shut down (flushing every span) after the sessions are released
     const telemetry = yield* Telemetry.install(config.otlp, "jitbox-sessions")
     const snapshots = Option.match(config.store, {
@@ -160,7 +161,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
       activation: true,
       ...Option.match(config.profile, {
         onNone: () => ({}),
-        onSome: (name) => ({ admission: { profile: name, deploymentConsent: config.deploymentConsent } })
+        onSome: (name) => ({ admission: { principal, profile: name, deploymentConsent: config.deploymentConsent } })
       })
     }).pipe(Effect.provide(context), telemetry.provide)
     yield* telemetry.watchLeases(sessions.leases)

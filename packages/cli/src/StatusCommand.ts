@@ -1,14 +1,15 @@
 /**
  * `jitbox status`: one look at a namespace, from what its processes answer:
  *
- * - the coordinator: whether it answers (`coordinator.leases`), its instances in NATS service
+ * - the coordinator: whether it answers (`coordinator.<principal>.leases`, asked as `--principal`,
+ *   by default the `--user`), its instances in NATS service
  *   discovery, and its execution profiles with the concurrency slots their leases hold;
  * - the workers: every `jitbox-worker` of the namespace answering `$SRV.INFO` and `$SRV.STATS`
  *   (pool, languages, requests, errors, mean processing time), with the capacity the coordinator
  *   last heard from each (running, concurrency, draining);
  * - the sessions: who hosts which, from the hosts' claims (`KvSessionOwnership`), live or lapsed;
- * - the leases: each session's live lease and the budget it has left, from the coordinator's
- *   ledger.
+ * - the leases: each session's owner (the principal that admitted it), live lease and the budget
+ *   it has left, from the coordinator's ledger.
  *
  * A table by default, or `--json`: the same as one JSON document. Nothing is written anywhere.
  * When no coordinator answers within `--timeout` the table still shows the rest, and the command
@@ -166,10 +167,11 @@ export const gatherStatus = (
 ) =>
   Effect.scoped(Effect.gen(function*() {
     const { namespace } = yield* Connection.prefixOf(config)
+    const principal = yield* Connection.principalOf(config)
     const connection = yield* NatsConnection.make(yield* Connection.natsOptions(config, `jitbox-status-${namespace}`))
     const nc = connection.nc
     const transport = NatsTransport.fromConnection(connection)
-    const client = yield* CoordinatorClient.make({ namespace, timeoutMs: config.timeout }).pipe(Effect.provideService(Transport.Transport, transport))
+    const client = yield* CoordinatorClient.make({ namespace, principal, timeoutMs: config.timeout }).pipe(Effect.provideService(Transport.Transport, transport))
     const limit = Math.max(1, Math.min(CoordinatorProtocol.leasesLimits.max, config.limit))
     const [leases, capacities, coordinators, workers, claims] = yield* Effect.all([
       Effect.either(client.leases(limit)),
@@ -271,10 +273,11 @@ export const table = (status: Status, now: number = Date.parse(status.at)): Arra
   lines.push("", `leases: ${leased} live of ${status.leases.sessions.length} sessions in the ledger${status.leases.truncated ? " (more not listed)" : ""}`)
   if (status.leases.sessions.length > 0) {
     lines.push(...Table.render(
-      ["SESSION", "PROFILE", "CONSENT", "LEASE", "EXPIRES", "SLOTS", "INVOCATIONS LEFT", "TOOLS LEFT", "REPAIRS LEFT"],
+      ["SESSION", "PROFILE", "OWNER", "CONSENT", "LEASE", "EXPIRES", "SLOTS", "INVOCATIONS LEFT", "TOOLS LEFT", "REPAIRS LEFT"],
       status.leases.sessions.map((session) => [
         session.sessionId,
         session.profile,
+        session.principal ?? "-",
         session.deploymentConsent ? "yes" : "no",
         session.lease?.id ?? "-",
         session.lease === null ? "-" : Table.span(session.lease.expiresAt - now),

@@ -148,6 +148,7 @@ export const command = Command.make(
       const { prefix } = yield* Connection.prefixOf(config)
       const workerId = Option.isSome(config.id) ? yield* Ids.decode(Ids.WorkerId, "--id")(config.id.value) : undefined
       yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
+      const principal = yield* Connection.principalOf(config)
       // first in the scope, so shut down (flushing every span) after the worker has drained
       const telemetry = yield* Telemetry.install(config.otlp, "jitbox-worker")
       const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(Connection.serving(config, `jitbox-worker-${workerId ?? config.pool}`))))
@@ -157,6 +158,7 @@ export const command = Command.make(
       const worker = yield* Worker.make({
         prefix,
         workerId,
+        principal,
         pool: config.pool,
         languages: Option.getOrUndefined(config.languages),
         concurrency: config.concurrency,

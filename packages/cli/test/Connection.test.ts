@@ -26,8 +26,8 @@ const failure = async (args: ReadonlyArray<string>, env: Record<string, string> 
   return Option.getOrUndefined(Cause.failureOption(exit.cause))
 }
 
-const flags = ["--user", "--password", "--token", "--nkey", "--creds", "--tls-ca", "--tls-cert", "--tls-key", "--inbox-prefix"]
-const variables = ["JITBOX_USER", "JITBOX_PASSWORD", "JITBOX_TOKEN", "JITBOX_NKEY", "JITBOX_CREDS", "JITBOX_TLS_CA", "JITBOX_TLS_CERT", "JITBOX_TLS_KEY", "JITBOX_INBOX_PREFIX"]
+const flags = ["--user", "--password", "--token", "--nkey", "--creds", "--tls-ca", "--tls-cert", "--tls-key", "--inbox-prefix", "--principal"]
+const variables = ["JITBOX_USER", "JITBOX_PASSWORD", "JITBOX_TOKEN", "JITBOX_NKEY", "JITBOX_CREDS", "JITBOX_TLS_CA", "JITBOX_TLS_CERT", "JITBOX_TLS_KEY", "JITBOX_INBOX_PREFIX", "JITBOX_PRINCIPAL"]
 
 describe("every command that connects takes the credential, TLS and inbox options", () => {
   it.each([
@@ -63,6 +63,8 @@ describe("options that do not go together fail ConfigError naming the flags", ()
     [["status", "--server", "nats://u:p@127.0.0.1:1", "--token", "t"], {}, "--token", "credentials in --server"],
     [["status", "--server", "nats://a:p@127.0.0.1:1,nats://b:p@127.0.0.1:2"], {}, "--server", "different credentials"],
     [status("--inbox-prefix", "_INBOX.*"), {}, "--inbox-prefix", "no wildcards"],
+    [status("--principal", "a.b"), {}, "--principal", "a principal"],
+    [status(), { JITBOX_PRINCIPAL: "x y" }, "--principal", "a principal"],
     [["snapshot", "inspect", "s1", "--server", "nats://127.0.0.1:1", "--token", "t", "--nkey", "/tmp/user.nk"], {}, "--token", "--nkey"]
   ])("jitbox %j with %j: ConfigError %s naming %s", async (args, env, option, named) => {
     const error = await failure(args, env)
@@ -185,5 +187,35 @@ describe("the warning of a serving command without credentials", () => {
     const { exit, stderr } = await inProcess(args, env)
     expect(Exit.isFailure(exit)).toBe(true)
     expect(stderr).not.toContain("without credentials")
+  })
+})
+
+describe("Connection.principalOf", () => {
+  const none = {
+    creds: Option.none(),
+    user: Option.none(),
+    password: Option.none(),
+    token: Option.none(),
+    nkey: Option.none(),
+    tlsCa: Option.none(),
+    tlsCert: Option.none(),
+    tlsKey: Option.none(),
+    inboxPrefix: Option.none()
+  } as const
+  const principal = (config: Partial<Connection.SecurityConfig> & { readonly server?: string }) =>
+    Effect.runPromise(Effect.either(Connection.principalOf({ ...none, ...config })))
+
+  it("--principal, else the --user (or the user in --server), else default", async () => {
+    expect(await principal({})).toMatchObject({ right: "default" })
+    expect(await principal({ user: Option.some("sessions") })).toMatchObject({ right: "sessions" })
+    expect(await principal({ server: "nats://sessions2:pw@127.0.0.1:4222" })).toMatchObject({ right: "sessions2" })
+    expect(await principal({ user: Option.some("sessions"), principal: Option.some("hosts") })).toMatchObject({ right: "hosts" })
+  })
+
+  it("a principal that is not a subject token is a ConfigError naming --principal", async () => {
+    expect(await principal({ principal: Option.some("a.b") })).toMatchObject({ left: { _tag: "ConfigError", option: "--principal" } })
+    const fromUser = await principal({ user: Option.some("al@ice") })
+    expect(fromUser).toMatchObject({ left: { _tag: "ConfigError", option: "--principal" } })
+    expect(String((fromUser as { left: Error }).left.message)).toContain("give --principal")
   })
 })

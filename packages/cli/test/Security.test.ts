@@ -2,8 +2,9 @@
  * The security suite: a namespace run as "Deploying securely" in the README says, one
  * nats-server whose authorization is what `jitbox auth config` prints (passwords in environment
  * variables), and a real `jitbox` process per principal: the coordinator, a worker of pool
- * `default` and a session host, each with its own user and inbox prefix. The victim is an
- * application (`connect`, user `app`) whose session runs a JavaScript tool on the worker.
+ * `default` and a session host (`sessions`), each with its own user and inbox prefix; a second
+ * session host principal (`sessions2`) has a user but no process. The victim is an application
+ * (`connect`, user `app`) whose session, hosted by `sessions`, runs a JavaScript tool on the worker.
  *
  * Each test is one attack a principal's credential could make on a namespace before the wire
  * had authority: it asserts the refusal (by the server's permissions or by the runtime's
@@ -41,6 +42,7 @@ const passwords: Record<string, string> = {
   coordinator: "coordinator-pw",
   operator: "operator-pw",
   sessions: "sessions-pw",
+  sessions2: "sessions2-pw",
   app: "app-pw",
   "worker-default": "worker-pw",
   observer: "observer-pw"
@@ -66,7 +68,7 @@ const waitJs = `export const wait = tool({
 beforeAll(async () => {
   directory = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-security-"))
   fs.writeFileSync(path.join(directory, "profiles.json"), JSON.stringify({ profiles: [{ name: "standard", policy: { allowedLanguages: ["JavaScript"] } }] }))
-  const printer = spawnCli(["auth", "config", "--namespace", namespace, "--jetstream"])
+  const printer = spawnCli(["auth", "config", "--namespace", namespace, "--jetstream", "--session-host", "sessions", "--session-host", "sessions2"])
   expect(await printer.exited(), printer.stderr()).toBe(0)
   const env = Object.fromEntries(Object.entries(passwords).map(([user, password]) => [variable(user), password]))
   server = await NatsServer.start({ config: printer.stdout(), env })
@@ -207,16 +209,43 @@ describe("a namespace run with the authorization of `jitbox auth config`", () =>
     await observer.nc.flush()
     nc.publish(`${p}.workers.cancel`, encode({ v: 2, kind: "cancel", session_id: "victim", call_id: "x", capability: "AAAAAAAAAAAAAAAAAAAAAA" }))
     nc.publish(`${p}.events.victim.jit_tool_completed`, encode({ v: 2, kind: "event", event: { type: "CUSTOM", name: "jit_tool_completed", payload: { forged: true } } }))
-    for (const op of ["admit", "renew", "release", "verify"]) nc.publish(`${p}.coordinator.${op}`, encode({ v: 2, kind: op, session_id: "victim" }))
+    for (const op of ["admit", "renew", "release", "verify"]) {
+      nc.publish(`${p}.coordinator.app.${op}`, encode({ v: 2, kind: op, session_id: "victim" }))
+      nc.publish(`${p}.coordinator.sessions.${op}`, encode({ v: 2, kind: op, session_id: "victim" }))
+    }
     await nc.flush()
     await new Promise((resolve) => setTimeout(resolve, 1_000))
-    for (const subject of ["workers.cancel", "events.victim.jit_tool_completed", "coordinator.admit", "coordinator.release"]) {
+    for (const subject of ["workers.cancel", "events.victim.jit_tool_completed", "coordinator.app.admit", "coordinator.app.release", "coordinator.sessions.admit", "coordinator.sessions.release"]) {
       expect(refusals.some((refusal) => refusal.includes(`Publish to "${p}.${subject}"`)), `${subject}: ${refusals.join("; ")}`).toBe(true)
     }
     expect(forged.filter((text) => text.includes("forged"))).toEqual([])
     await victimWorks()
     await nc.close()
     await observer.nc.close()
+  }, 60_000)
+
+  it("another session host: asking as the victim's host is refused by the server; admit, renew and release of the victim's session as itself are refused NotOwner", async () => {
+    const { nc, refusals } = await attacker("sessions2")
+    for (const op of ["admit", "release"]) nc.publish(`${p}.coordinator.sessions.${op}`, encode({ v: 2, kind: op, session_id: "victim" }))
+    await nc.flush()
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    for (const op of ["admit", "release"]) {
+      expect(refusals.some((refusal) => refusal.includes(`Publish to "${p}.coordinator.sessions.${op}"`)), `${op}: ${refusals.join("; ")}`).toBe(true)
+    }
+    const ask = async (op: string, payload: Record<string, unknown>) =>
+      decode((await nc.request(`${p}.coordinator.sessions2.${op}`, encode({ v: 2, kind: op, ...payload }), { timeout: 10_000 })).data)
+    const admitted = await ask("admit", { session_id: "victim", profile: "standard", policy: { allowedLanguages: ["JavaScript"] }, deployment_consent: true })
+    expect(admitted.error?._tag, JSON.stringify(admitted)).toBe("AdmissionError")
+    expect(admitted.error?.reason).toBe("NotOwner")
+    const released = await ask("release", { session_id: "victim", lease_id: "lease_guess_0", spent: { invocations: 0, tools: 0, repairs: 0 } })
+    expect(released.error?.reason, JSON.stringify(released)).toBe("NotOwner")
+    const renewed = await ask("renew", { session_id: "victim", lease_id: "lease_guess_0", more: true })
+    expect(renewed.error?.reason, JSON.stringify(renewed)).toBe("NotOwner")
+    // its own subjects work for what any principal may ask
+    const policy = await ask("policy", { profile: "standard" })
+    expect(policy.kind, JSON.stringify(policy)).toBe("ok")
+    await victimWorks()
+    await nc.close()
   }, 60_000)
 
   it("anyone: a connection without a user, or with a wrong password, is refused", async () => {

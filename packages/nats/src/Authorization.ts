@@ -7,13 +7,19 @@
  *
  * | principal | runs | may |
  * |---|---|---|
- * | `coordinator` | `jitbox coordinator` | serve `coordinator.*` (queue `coordinator`), read capacity reports, keep its ledger bucket |
- * | `operator` | `jitbox status` | ask the coordinator `leases`, `workers` and `policy`, service discovery, read the claims bucket |
- * | a session host | `jitbox sessions` | serve sessions (`session.*.*`, `sessions.activate` in queue `sessions`), send invocations and cancels to workers, admit, renew and release with the coordinator, publish events and profile records, keep the snapshot and claim buckets |
+ * | `coordinator` | `jitbox coordinator` | serve `coordinator.*.*` (queue `coordinator`), read capacity reports, keep its ledger bucket |
+ * | `operator` | `jitbox status` | ask the coordinator `leases`, `workers` and `policy` (as `operator`), service discovery, read the claims bucket |
+ * | a session host | `jitbox sessions` | serve sessions (`session.*.*`, `sessions.activate` in queue `sessions`), send invocations and cancels to workers, admit, renew and release with the coordinator (as itself), publish events and profile records, keep the snapshot and claim buckets |
  * | an application | `jitbox mcp --session`, `RemoteSession`, `connect` | call and manage sessions (`session.*.call`, `session.*.manage`, `sessions.activate`), read events |
- * | a worker pool | `jitbox worker --pool <pool>` | take its pool's invocations in the pool's queue groups only (no plain copy), fetch packages, call back, send heartbeats and capacity, verify leases |
+ * | a worker pool | `jitbox worker --pool <pool>` | take its pool's invocations in the pool's queue groups only (no plain copy), fetch packages, call back, send heartbeats and capacity, verify leases (as `worker-<pool>`) |
  * | a pinned worker | `jitbox worker --node <id>` | as a pool's worker, on `node.<id>.*.invoke` |
  * | an observer | `jitbox events tail` | read events and profile records, ask service discovery |
+ *
+ * Each principal asks the coordinator on subjects carrying its own user name,
+ * `coordinator.<user>.<op>`, and may publish no other user's: the coordinator reads the asker from
+ * the subject, so a session is renewed and released only by the principal that admitted it, and a
+ * profile that lists `principals` admits only those. Commands ask as `--principal` (default: their
+ * `--user`).
  *
  * Each principal reads replies on an inbox prefix of its own (`_INBOX_<user>`: give the command
  * `--inbox-prefix`), so no one reads another's replies; nobody may subscribe `_INBOX.>`.
@@ -139,19 +145,21 @@ export const principals = (options: AuthorizationOptions): ReadonlyArray<Princip
   const ledger = KvLedger.bucketOf(ns)
   const owners = KvSessionOwnership.bucketOf(ns)
   const snapshots = KvSnapshotStore.bucketOf(ns)
-  const workerRights = (invokes: ReadonlyArray<string>) => ({
-    publish: [`${p}.session.*.package`, `${p}.session.*.nested`, `${p}.session.*.heartbeat`, `${p}.workers.capacity`, `${p}.coordinator.verify`],
+  // each principal asks the coordinator on subjects carrying its own user name, and on no other's
+  const coordinator = (user: string, ops: ReadonlyArray<string>) => ops.map((op) => `${p}.coordinator.${user}.${op}`)
+  const workerRights = (user: string, invokes: ReadonlyArray<string>) => ({
+    publish: [`${p}.session.*.package`, `${p}.session.*.nested`, `${p}.session.*.heartbeat`, `${p}.workers.capacity`, ...coordinator(user, ["verify"])],
     subscribe: [...invokes, `${p}.workers.cancel`, ...discovery("jitbox-worker")],
     allowResponses: true
   })
   return [
     principal("coordinator", "coordinator", {
       publish: bucketApi(ledger),
-      subscribe: [`${p}.coordinator.* coordinator`, `${p}.workers.capacity`, ...discovery("jitbox-coordinator")],
+      subscribe: [`${p}.coordinator.*.* coordinator`, `${p}.workers.capacity`, ...discovery("jitbox-coordinator")],
       allowResponses: true
     }),
     principal("operator", "operator", {
-      publish: [`${p}.coordinator.leases`, `${p}.coordinator.workers`, `${p}.coordinator.policy`, "$SRV.>", ...bucketReadApi(owners)],
+      publish: [...coordinator("operator", ["leases", "workers", "policy"]), "$SRV.>", ...bucketReadApi(owners)],
       subscribe: [],
       allowResponses: false
     }),
@@ -161,10 +169,7 @@ export const principals = (options: AuthorizationOptions): ReadonlyArray<Princip
           `${p}.worker.*.*.invoke`,
           `${p}.node.*.*.invoke`,
           `${p}.workers.cancel`,
-          `${p}.coordinator.admit`,
-          `${p}.coordinator.renew`,
-          `${p}.coordinator.release`,
-          `${p}.coordinator.policy`,
+          ...coordinator(name, ["admit", "renew", "release", "policy"]),
           `${p}.events.>`,
           `${p}.profile.*`,
           ...bucketApi(snapshots),
@@ -182,9 +187,9 @@ export const principals = (options: AuthorizationOptions): ReadonlyArray<Princip
       })
     ),
     ...(options.pools ?? ["default"]).map((pool) =>
-      principal(`worker-${checkName("pool", pool)}`, "worker", workerRights(languages.map((language) => `${p}.worker.${pool}.${language}.invoke workers-${pool}-${language}`)))
+      principal(`worker-${checkName("pool", pool)}`, "worker", workerRights(`worker-${pool}`, languages.map((language) => `${p}.worker.${pool}.${language}.invoke workers-${pool}-${language}`)))
     ),
-    ...(options.nodes ?? []).map((node) => principal(`node-${checkName("node", node)}`, "node", workerRights([`${p}.node.${node}.*.invoke`]))),
+    ...(options.nodes ?? []).map((node) => principal(`node-${checkName("node", node)}`, "node", workerRights(`node-${node}`, [`${p}.node.${node}.*.invoke`]))),
     ...(options.observers ?? ["observer"]).map((name) =>
       principal(checkName("observer", name), "observer", {
         publish: ["$SRV.>"],

@@ -103,7 +103,7 @@ describe("NATS authorization: each role with the least permissions it needs", ()
           )
         )
       )
-      const worker = yield* Worker.make({ prefix, languages: ["javascript"], sandbox }).pipe(Effect.provide(yield* as("worker")))
+      const worker = yield* Worker.make({ prefix, principal: roles.worker.user, languages: ["javascript"], sandbox }).pipe(Effect.provide(yield* as("worker")))
 
       const observer = yield* as("observer")
       const seen: Array<{ readonly subject: string; readonly name: string }> = []
@@ -123,7 +123,7 @@ describe("NATS authorization: each role with the least permissions it needs", ()
       const sessions = yield* Sessions.make({
         prefix,
         harness: { tools: [add], codeExecution: "sandboxed", policy: { allowedLanguages: ["JavaScript"] } },
-        admission: { profile: "standard", deploymentConsent: true },
+        admission: { principal: roles.sessionHost.user, profile: "standard", deploymentConsent: true },
         idleTimeout: "10 minutes"
       }).pipe(Effect.provide(hostContext))
 
@@ -136,8 +136,8 @@ describe("NATS authorization: each role with the least permissions it needs", ()
       assert.deepStrictEqual(sessions.active(), [s1])
       assert.isString(sessions.leases.get(s1)?.leaseId(), "the session holds a lease the worker checked")
       assert.isAtLeast(coordinator.requests(), 1)
-      // The coordinator lists its ledger (as its sweep does) on its own credentials.
-      const view = yield* Effect.flatMap(CoordinatorClient.make({ namespace }), (client) => client.leases()).pipe(Effect.provide(host))
+      // The session host reads the coordinator's ledger, asking as itself.
+      const view = yield* Effect.flatMap(CoordinatorClient.make({ namespace, principal: roles.sessionHost.user }), (client) => client.leases()).pipe(Effect.provide(host))
       assert.deepStrictEqual(view.sessions.map((session) => session.sessionId), [s1])
 
       yield* waitFor("the observer sees the call's events", () => seen.some((event) => event.name === "jit_tool_completed"))
@@ -198,6 +198,19 @@ describe("NATS authorization: each role with the least permissions it needs", ()
       assert.strictEqual(posing.reason, "PermissionDenied")
       const ledger = yield* refusal(Transport.request(`$KV.${KvLedger.bucketOf(namespace)}.session_s1` as Subject.Subject, "{}", { timeoutMs: 5_000 }).pipe(Effect.provide(host)))
       assert.strictEqual(ledger.reason, "PermissionDenied")
+      // The coordinator's subjects carry the asker: a session host cannot ask as the worker, as
+      // the default principal, or as a made-up one.
+      for (const principal of ["worker", "default", "sessions2"]) {
+        const posingAs = yield* refusal(
+          Transport.request(Subject.coordinator(prefix, Ids.principal(principal), Ids.token("admit")), "{}", { timeoutMs: 5_000 }).pipe(Effect.provide(host))
+        )
+        assert.strictEqual(posingAs.reason, "PermissionDenied", principal)
+      }
+      const worker = yield* as("worker")
+      const workerAdmits = yield* refusal(
+        Transport.request(Subject.coordinator(prefix, Ids.principal("worker"), Ids.token("admit")), "{}", { timeoutMs: 5_000 }).pipe(Effect.provide(worker))
+      )
+      assert.strictEqual(workerAdmits.reason, "PermissionDenied")
     }).pipe(Effect.scoped), 60_000)
 
   it.live("a wrong password is refused at connect with a typed error", () =>

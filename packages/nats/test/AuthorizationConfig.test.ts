@@ -32,6 +32,25 @@ describe("Authorization.principals", () => {
     expect(web.allowResponses).toBe(false)
   })
 
+  it("each principal may ask the coordinator only on its own subjects; the coordinator serves every principal's", () => {
+    const coordinatorSubjects = (user: string) => byUser.get(user)!.publish.filter((subject) => subject.includes(".coordinator."))
+    expect(coordinatorSubjects("sessions")).toEqual(["admit", "renew", "release", "policy"].map((op) => `jitbox.ns1.coordinator.sessions.${op}`))
+    expect(coordinatorSubjects("worker-gpu")).toEqual(["jitbox.ns1.coordinator.worker-gpu.verify"])
+    expect(coordinatorSubjects("node-node-a")).toEqual(["jitbox.ns1.coordinator.node-node-a.verify"])
+    expect(coordinatorSubjects("operator")).toEqual(["leases", "workers", "policy"].map((op) => `jitbox.ns1.coordinator.operator.${op}`))
+    for (const user of ["web", "batch", "observer", "coordinator"]) expect(coordinatorSubjects(user), user).toEqual([])
+    expect(byUser.get("coordinator")!.subscribe).toContain("jitbox.ns1.coordinator.*.* coordinator")
+    // no wildcard in a principal's token: nobody may ask as another
+    for (const principal of all) {
+      for (const subject of principal.publish.filter((subject) => subject.includes(".coordinator."))) {
+        expect(subject.split(".")[3], subject).toBe(principal.user)
+      }
+    }
+    const two = Authorization.principals({ namespace: "ns1", sessionHosts: ["sessions", "sessions2"] })
+    expect(two.find((principal) => principal.user === "sessions2")!.publish).toContain("jitbox.ns1.coordinator.sessions2.admit")
+    expect(two.find((principal) => principal.user === "sessions2")!.publish).not.toContain("jitbox.ns1.coordinator.sessions.admit")
+  })
+
   it("the printed block names each password by an environment variable, never a value", () => {
     const text = Authorization.config({ namespace: "ns1" })
     expect(text).toContain("password: $JITBOX_PASSWORD_WORKER_DEFAULT")

@@ -117,7 +117,7 @@ describe("NATS service discovery on a real nats-server", () => {
       assert.deepStrictEqual(info!.metadata, { namespace: "ns1", pool: "gpu", languages: "javascript" })
       assert.deepStrictEqual(info!.endpoints, [{ name: "invoke-javascript", subject: "jitbox.ns1.worker.gpu.javascript.invoke", queue_group: "workers-gpu-javascript", metadata: {} }])
       const [coordinatorInfo] = yield* gather(Info, `$SRV.INFO.jitbox-coordinator.${coordinator.id}`, 1)
-      assert.deepStrictEqual(coordinatorInfo!.endpoints, [{ name: "coordinator", subject: "jitbox.ns1.coordinator.*", queue_group: "coordinator", metadata: {} }])
+      assert.deepStrictEqual(coordinatorInfo!.endpoints, [{ name: "coordinator", subject: "jitbox.ns1.coordinator.*.*", queue_group: "coordinator", metadata: {} }])
 
       // A request to the gpu worker's invoke subject, straight from the raw connection: counted, as an error.
       yield* Effect.promise(() => nc!.request("jitbox.ns1.worker.gpu.javascript.invoke", "{ not json", { timeout: 5_000 }))

@@ -1,7 +1,15 @@
 /**
- * The root coordinator of one namespace: an Effect scoped actor serving `coordinator.<op>`, one
- * handler per operation of `CoordinatorProtocol.operations` (the client is `CoordinatorClient`).
+ * The root coordinator of one namespace: an Effect scoped actor serving `coordinator.*.*`
+ * (`coordinator.<principal>.<op>`), one handler per operation of `CoordinatorProtocol.operations`
+ * (the client is `CoordinatorClient`). The principal token says who asks: NATS lets each user
+ * publish only its own principal's subjects (`jitbox auth config`), so the coordinator knows the
+ * asker from the subject.
  *
+ * - Ownership: a session's record keeps the principal that admitted it. `renew` and `release` by
+ *   another principal fail `AdmissionError` `NotOwner`, and so does an `admit` of a session whose
+ *   live lease another principal holds. A profile that lists `principals` admits only those
+ *   (others: `NotAllowed`), which keeps its `credentialName` to them. `verify`, `policy`,
+ *   `workers` and `leases` answer any principal.
  * - `admit`: a session under a named host `ExecutionProfile` with a request policy. The effective
  *   policy is their intersection (`ExecutionProfile.effectivePolicy`); the reply is the capability
  *   descriptor of JT-OUT and a first lease. Without `deployment_consent` (JT-CFG-05) the lease
@@ -43,7 +51,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { operations } from "./CoordinatorProtocol.js"
 import type * as ExecutionProfile from "./ExecutionProfile.js"
-import type * as Ids from "./Ids.js"
+import * as Ids from "./Ids.js"
 import { Ledger } from "./Ledger.js"
 import * as Protocol from "./Protocol.js"
 import * as ServiceDiscovery from "./ServiceDiscovery.js"
@@ -141,16 +149,19 @@ export const make = (
       misses: options.capacityMisses,
       maxTtlMs: options.capacityTtlMs
     })
+    // the asker is the subject's principal token: NATS permissions decide who may publish there
+    const asker = (served?: Transport.ServeRequest): Ids.Principal =>
+      (served === undefined ? undefined : Subject.coordinatorParts(served.subject)?.principal) ?? Ids.defaultPrincipal
     const handlers: Protocol.Handlers<typeof operations> = {
-      admit: (request) => run(LeaseGrants.admit(grants, request)),
-      renew: (request) => run(LeaseGrants.renew(grants, request)),
-      release: (request) => run(LeaseGrants.release(grants, request)),
+      admit: (request, served) => run(LeaseGrants.admit(grants, asker(served), request)),
+      renew: (request, served) => run(LeaseGrants.renew(grants, asker(served), request)),
+      release: (request, served) => run(LeaseGrants.release(grants, asker(served), request)),
       policy: (request) => run(LeaseGrants.policy(grants, request)),
       verify: (request) => run(LeaseGrants.verify(grants, request)),
       workers: ({ pool }) => workers.live(pool),
       leases: (request) => run(LeaseGrants.leases(grants, request))
     }
-    const serve = Protocol.serve(operations, handlers, { kindOf: (subject) => subject.slice(subject.lastIndexOf(".") + 1) })
+    const serve = Protocol.serve(operations, handlers, { kindOf: (subject) => Subject.coordinatorParts(subject)?.op ?? subject.slice(subject.lastIndexOf(".") + 1) })
     let answered = 0
     const endpoint = { name: "coordinator", subject: Subject.coordinatorAll(prefix), queueGroup: "coordinator", stats: ServiceDiscovery.counter() }
     yield* Transport.serve(endpoint.subject, { concurrency: 1, queue: endpoint.queueGroup }, ServiceDiscovery.measure(endpoint.stats, (message) => {

@@ -1,6 +1,6 @@
 /**
  * The root coordinator's protocol as one table (`operations`): each operation is served on
- * `coordinator.<op>`, with its payload (snake_case on the wire, camelCase in code: the renames are
+ * `coordinator.<principal>.<op>` (the principal: who asks, a subject token), with its payload (snake_case on the wire, camelCase in code: the renames are
  * declared here once, with `Schema.fromKey`), its success and its errors (`CoordinatorError`).
  * The server (`Coordinator`) and the client (`CoordinatorClient`) are both derived from it.
  *
@@ -25,9 +25,17 @@ import { ProtocolError } from "./ProtocolError.js"
 import { TransportError } from "./TransportError.js"
 import * as WorkerCapacity from "./WorkerCapacity.js"
 
-/** A coordinator operation refused. @since 0.1.0 @category errors */
+/**
+ * A coordinator operation refused. `NotOwner`: the session's record (its live lease) belongs to
+ * another principal than the one asking (renew, release, or admit of a session another principal
+ * holds a live lease of). `NotAllowed`: the profile lists its `principals` and the asker is not
+ * one of them.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class AdmissionError extends Schema.TaggedError<AdmissionError>()("AdmissionError", {
-  reason: Schema.Literal("ProfileNotFound", "LeaseExpired", "LeaseNotFound"),
+  reason: Schema.Literal("ProfileNotFound", "LeaseExpired", "LeaseNotFound", "NotOwner", "NotAllowed"),
   detail: Schema.String
 }) {
   override get message(): string {
@@ -142,7 +150,9 @@ export const ProfileView = Schema.Struct({
   name: Schema.String,
   ...Placement,
   policy: JitPolicy.JitPolicy,
-  slotsHeld: Schema.Number
+  slotsHeld: Schema.Number,
+  /** The principals that may admit sessions under it, when it lists them. */
+  principals: Schema.optional(Schema.Array(Schema.String))
 })
 
 /** @since 0.1.0 @category models */
@@ -151,7 +161,7 @@ export type ProfileView = typeof ProfileView.Type
 /**
  * One session as `leases` answers it. `spent`: what its ended leases spent (a lease that expired
  * counts whole); `left`: its budget not yet charged (the policy's maximum less `spent`), out of
- * which its live `lease`, if any, was granted.
+ * which its live `lease`, if any, was granted. `principal`: who admitted it (its owner).
  *
  * @since 0.1.0
  * @category schemas
@@ -159,6 +169,8 @@ export type ProfileView = typeof ProfileView.Type
 export const SessionBudget = Schema.Struct({
   sessionId: Ids.SessionId,
   profile: Schema.String,
+  /** The principal that admitted it: only it renews or releases its lease (absent from coordinators before principals). */
+  principal: Schema.optional(Schema.String),
   deploymentConsent: Schema.Boolean,
   spent: Counts,
   left: Counts,
@@ -259,7 +271,7 @@ export type VerifyRequest = typeof VerifyRequest.Type
 const errors = { error: CoordinatorError } as const
 
 /**
- * The coordinator's operations, each served on `coordinator.<op>`.
+ * The coordinator's operations, each served on `coordinator.<principal>.<op>`.
  *
  * @since 0.1.0
  * @category protocol

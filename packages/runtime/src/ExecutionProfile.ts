@@ -5,7 +5,9 @@
  * (a worker pool), `credentialName` (a secret the worker host holds under that name and puts in
  * the environment of the children that run this profile's code, as a variable of that name; never
  * in a message, a record or an event) and `sandboxNodeId` (one named worker, serialized access,
- * JT-HOST-04).
+ * JT-HOST-04). `principals`, when present, lists who may admit sessions under the profile (the
+ * coordinator refuses others `NotAllowed`): what keeps a profile's credential to the principals
+ * listed.
  * The effective policy is the request intersected with the profile (JT-PRF-01): languages
  * intersect, booleans AND (`requireRootCoordinator` OR), limits take the minimum. A request that
  * explicitly asks for more than the profile allows is refused with a `ConfigError` naming the
@@ -24,6 +26,12 @@ export interface ExecutionProfile {
   readonly location?: string | undefined
   readonly credentialName?: string | undefined
   readonly sandboxNodeId?: string | undefined
+  /**
+   * The principals (NATS users asking the coordinator) that may admit sessions under this
+   * profile; absent: any. A profile with a `credentialName` lists them so the credential reaches
+   * only their sessions.
+   */
+  readonly principals?: ReadonlyArray<string> | undefined
 }
 
 /** What a host writes (in code or in a profiles file). @since 0.1.0 @category models */
@@ -33,6 +41,12 @@ export interface ExecutionProfileInput {
   readonly location?: string | undefined
   readonly credentialName?: string | undefined
   readonly sandboxNodeId?: string | undefined
+  /**
+   * The principals (NATS users asking the coordinator) that may admit sessions under this
+   * profile; absent: any. A profile with a `credentialName` lists them so the credential reaches
+   * only their sessions.
+   */
+  readonly principals?: ReadonlyArray<string> | undefined
 }
 
 const profileName = /^[A-Za-z0-9_-]{1,64}$/
@@ -87,8 +101,21 @@ export const make = (input: ExecutionProfileInput): ExecutionProfile => {
     policy,
     location: optionalText(input.location, `profiles.${input.name}.location`),
     credentialName: credential(input.credentialName, `profiles.${input.name}.credentialName`),
-    sandboxNodeId: optionalText(input.sandboxNodeId, `profiles.${input.name}.sandboxNodeId`)
+    sandboxNodeId: optionalText(input.sandboxNodeId, `profiles.${input.name}.sandboxNodeId`),
+    ...(input.principals === undefined ? {} : { principals: principalList(input.principals, `profiles.${input.name}.principals`) })
   }
+}
+
+const principalToken = /^[A-Za-z0-9_-]{1,128}$/
+
+const principalList = (value: unknown, option: string): ReadonlyArray<string> => {
+  if (!Array.isArray(value) || value.some((name) => typeof name !== "string" || !principalToken.test(name))) {
+    throw new HarnessError.ConfigError({
+      option,
+      detail: `expected an array of principals (NATS user names: 1-128 ASCII letters, digits, "_" or "-"), got ${JSON.stringify(value)}`
+    })
+  }
+  return [...new Set(value as ReadonlyArray<string>)]
 }
 
 /**

@@ -88,6 +88,18 @@ export const Namespace = tokenSchema("Namespace", "a namespace", maxNamespaceLen
 export type Namespace = typeof Namespace.Type
 
 /**
+ * A principal: who asks the coordinator, the NATS user of the asker (`jitbox auth config` names
+ * one user per principal). It is the second-to-last token of a coordinator subject
+ * (`<prefix>.coordinator.<principal>.<op>`), so NATS permissions decide who may send as whom.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Principal = tokenSchema("Principal", "a principal", maxIdLength)
+/** @since 0.1.0 @category models */
+export type Principal = typeof Principal.Type
+
+/**
  * A worker pool. `package` is refused: `worker.package.<version>` is the subject packages are
  * fetched on, and a pool of that name would put its invocations under the same wildcard.
  *
@@ -148,6 +160,10 @@ export const leaseId: (input: string) => LeaseId = make(LeaseId, "leaseId")
 export const namespace: (input: string) => Namespace = make(Namespace, "namespace")
 /** @since 0.1.0 @category constructors */
 export const poolName: (input: string) => PoolName = make(PoolName, "pool")
+/** @since 0.1.0 @category constructors */
+export const principal: (input: string) => Principal = make(Principal, "principal")
+/** The principal of a client given none, and the owner of a ledger record written before principals. @since 0.1.0 @category constants */
+export const defaultPrincipal: Principal = "default" as Principal
 /** @since 0.1.0 @category constructors */
 export const token: (input: string) => Token = make(Token, "token")
 

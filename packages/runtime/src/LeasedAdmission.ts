@@ -1,7 +1,9 @@
 /**
  * Core's `Admission` for one session, with budgets leased from the root coordinator.
  *
- * The session is admitted once (`coordinator.admit`); the lease it gets says how many tool
+ * The session is admitted once (`coordinator.<principal>.admit`, as `principal`, the NATS user
+ * the host connects as; default `default`), and renewed and released as the same principal: the
+ * coordinator refuses any other (`NotOwner`). The lease it gets says how many tool
  * versions, repairs and invocations it may spend and how many concurrency slots of its profile
  * it holds. Spending is local: `trySpendInvocation` and `acquire` never wait on the coordinator.
  * A background fiber renews the lease before it runs out (a quarter of `leaseLifetimeSeconds`
@@ -26,6 +28,7 @@ import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as CoordinatorClient from "./CoordinatorClient.js"
 import type * as CoordinatorProtocol from "./CoordinatorProtocol.js"
+import * as Ids from "./Ids.js"
 import { LeaseHold } from "./internal/leaseHold.js"
 import * as LeaseRelease from "./internal/leaseRelease.js"
 import * as LeaseRenewal from "./internal/leaseRenewal.js"
@@ -33,7 +36,7 @@ import * as LeaseSpending from "./internal/leaseSpending.js"
 import type * as Transport from "./Transport.js"
 
 /** @since 0.1.0 @category models */
-export type LeasedAdmissionOptions = CoordinatorProtocol.AdmitRequest & CoordinatorClient.Address & LeaseTimings
+export type LeasedAdmissionOptions = CoordinatorProtocol.AdmitRequest & CoordinatorClient.Address & CoordinatorClient.Asker & LeaseTimings
 
 /** @since 0.1.0 @category models */
 export interface LeaseTimings {
@@ -67,6 +70,7 @@ export const make = (
   options: LeasedAdmissionOptions
 ): Effect.Effect<LeasedAdmission, CoordinatorProtocol.CoordinatorError, Transport.Transport | Scope.Scope> =>
   Effect.gen(function*() {
+    if (options.principal !== undefined) yield* Ids.decode(Ids.Principal, "principal")(options.principal)
     const client = yield* CoordinatorClient.make(options)
     const clock = yield* Effect.clock
     const admitted = yield* client.admit(options)

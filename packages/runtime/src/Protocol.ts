@@ -203,7 +203,7 @@ export const serve = <T extends Table>(t: T, handlers: Handlers<T>, options?: Se
 
 /** @since 0.1.0 @category models */
 export interface ServeOptions {
-  /** The kind a subject carries, where the subject names the operation (`coordinator.<op>`): another kind on it is a `ProtocolError`. */
+  /** The kind a subject carries, where the subject names the operation (`coordinator.<principal>.<op>`): another kind on it is a `ProtocolError`. */
   readonly kindOf?: ((subject: string) => string | undefined) | undefined
 }
 

@@ -114,6 +114,11 @@ export interface SessionsOptions {
  * @category models
  */
 export interface SessionAdmission extends LeasedAdmission.LeaseTimings {
+  /**
+   * Who the host asks the coordinator as: the NATS user it connects as (default `default`). The
+   * sessions it admits are this principal's: no other principal renews, releases or re-admits them.
+   */
+  readonly principal?: string | undefined
   readonly profile: string
   readonly policy?: JitPolicy.JitPolicyInput | undefined
   readonly deploymentConsent?: boolean | undefined

@@ -10,7 +10,7 @@
  * | `<prefix>.session.<sessionId>.manage` | the session actor | the application API (changes, snapshot, profile, errors, forget) |
  * | `<prefix>.session.<sessionId>.nested` | the session actor | a nested `harness.callTool` from code running on a worker |
  * | `<prefix>.sessions.activate` | session hosts, in one queue group | activate a session that no actor serves yet |
- * | `<prefix>.coordinator.<op>` | the root coordinator | admission, leases, policy |
+ * | `<prefix>.coordinator.<principal>.<op>` | the root coordinator | admission, leases, policy, asked as `<principal>` (the asker's NATS user) |
  * | `<prefix>.worker.<pool>.<language>.invoke` | workers, one queue group per (pool, language) | run one invocation |
  * | `<prefix>.node.<workerId>.<language>.invoke` | the one worker a profile pins (`sandboxNodeId`) | run one invocation, one at a time |
  * | `<prefix>.session.<sessionId>.package` | the session's `RemoteCodeRunner` | a worker fetches a code package by version, in chunks |
@@ -99,11 +99,43 @@ export const sessionsActivate = (prefix: Prefix): Subject => subject(`${prefix}.
 /** Every subject of one session (`call`, `manage`, `nested`). @since 0.1.0 @category patterns */
 export const sessionAll = (prefix: Prefix, session: Ids.SessionId): Pattern => pattern(`${prefix}.session.${session}.*`)
 
-/** One operation of the root coordinator. @since 0.1.0 @category subjects */
-export const coordinator = (prefix: Prefix, op: Ids.Token): Subject => subject(`${prefix}.coordinator.${op}`)
+/**
+ * One operation of the root coordinator, asked as `principal`: the principal is a token of the
+ * subject, so a NATS permission on the subject decides who may ask as whom, and the coordinator
+ * knows the asker from the subject alone.
+ *
+ * @since 0.1.0
+ * @category subjects
+ */
+export const coordinator = (prefix: Prefix, principal: Ids.Principal, op: Ids.Token): Subject =>
+  subject(`${prefix}.coordinator.${principal}.${op}`)
 
-/** Every operation of the root coordinator. @since 0.1.0 @category patterns */
-export const coordinatorAll = (prefix: Prefix): Pattern => pattern(`${prefix}.coordinator.*`)
+/** Every operation of the root coordinator, of every principal: `coordinator.*.*`. @since 0.1.0 @category patterns */
+export const coordinatorAll = (prefix: Prefix): Pattern => pattern(`${prefix}.coordinator.*.*`)
+
+/**
+ * Every operation of the root coordinator asked as `principal` (`coordinator.<principal>.*`), or
+ * the listed ones only (literal subjects), as a NATS permission grants them.
+ *
+ * @since 0.1.0
+ * @category patterns
+ */
+export const coordinatorOf = (prefix: Prefix, principal: Ids.Principal): Pattern => pattern(`${prefix}.coordinator.${principal}.*`)
+
+/**
+ * The principal and the operation a coordinator subject carries (its second-to-last and last
+ * tokens); `undefined` when the subject is not one.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const coordinatorParts = (value: string): { readonly principal: Ids.Principal; readonly op: string } | undefined => {
+  const tokens = value.split(".")
+  if (tokens.length < 4 || tokens[tokens.length - 3] !== "coordinator") return undefined
+  const principal = tokens[tokens.length - 2]!
+  if (!Ids.tokenPattern.test(principal) || principal.length > Ids.maxIdLength) return undefined
+  return { principal: principal as Ids.Principal, op: tokens[tokens.length - 1]! }
+}
 
 /** Invocations for the workers of one pool and language (served in a queue group). @since 0.1.0 @category subjects */
 export const workerInvoke = (prefix: Prefix, pool: Ids.PoolName, language: CodeLanguage): Subject =>

@@ -23,7 +23,7 @@
  *   headers its request carried and its nested calls carry the headers it answers (they are never
  *   read for authority).
  * - **Admission**: unless `requireAdmission` is `false`, every request must carry the session's
- *   lease id, and the worker asks the coordinator (`coordinator.verify`) for that lease's facts,
+ *   lease id, and the worker asks the coordinator (`coordinator.<principal>.verify`, as its `principal`) for that lease's facts,
  *   kept for a quarter of the lease's lifetime (at most 30 s): a lease the coordinator does not
  *   know, one without `deploymentConsent`, one whose profile names another pool (`location`) or
  *   pins another worker (`sandboxNodeId`) is refused with `PolicyViolation` `NotAdmitted`, and
@@ -113,6 +113,8 @@ export interface WorkerOptions {
    * profile runs its code with that one variable added to its children's environment.
    */
   readonly credentials?: Readonly<Record<string, string>> | undefined
+  /** Who the worker asks the coordinator as (`coordinator.<principal>.verify`): the NATS user it connects as (default `default`). */
+  readonly principal?: string | undefined
   /** How long asking the coordinator about a lease may take (default 10 000 ms). */
   readonly verifyTimeoutMs?: number | undefined
   /** Told of every invocation once it has finished (for logs); what it throws is ignored. */
@@ -237,6 +239,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
     const clock = yield* Effect.clock
     const prefix = options.prefix
     const { backlog, concurrency, graceMs, nestedInvocations, nodeId, pool, workerId } = yield* settings(options)
+    const principal = options.principal === undefined ? undefined : yield* Ids.decode(Ids.Principal, "principal")(options.principal)
     // the sandbox reads deadlines by the same clock the worker sets them with
     const sandbox = yield* Effect.acquireRelease(
       Effect.sync(() => SandboxRunner.make({ ...options.sandbox, clock: options.sandbox?.clock ?? { now: () => clock.unsafeCurrentTimeMillis() } })),
@@ -245,6 +248,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
     const languages = (options.languages ?? sandbox.languages).filter((language) => sandbox.languages.includes(language))
     const leases = yield* LeaseVerification.make({
       prefix,
+      principal,
       requireAdmission: options.requireAdmission ?? true,
       pool,
       nodeId,

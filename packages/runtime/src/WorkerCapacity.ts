@@ -17,7 +17,7 @@
  * (after the expired ones are dropped) is refused (counted in `refused`), so a flood of made-up ids
  * can neither grow it nor push out the workers it knows, and made-up ids are gone `maxTtlMs` after
  * the flood stops. A worker that reports less often than every `maxTtlMs / misses` drops out of
- * the table between its reports. The coordinator answers the live entries on `coordinator.workers`.
+ * the table between its reports. The coordinator answers the live entries on `coordinator.<principal>.workers`.
  *
  * @since 0.1.0
  */
@@ -92,7 +92,7 @@ export const CapacityReport = Schema.Struct({
 /** @since 0.1.0 @category models */
 export type CapacityReport = typeof CapacityReport.Type
 
-/** One live worker, as `coordinator.workers` answers it. @since 0.1.0 @category schemas */
+/** One live worker, as `coordinator.<principal>.workers` answers it. @since 0.1.0 @category schemas */
 export const WorkerCapacity = Schema.Struct({
   workerId: Schema.String,
   pool: Schema.String,

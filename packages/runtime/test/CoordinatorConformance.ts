@@ -225,6 +225,110 @@ export const coordinatorConformance = (
         assert.strictEqual(ceiling.maximumInvocations, 100)
       })))
 
+    it.effect("a session is its admitting principal's: renew, release and admit by another principal are refused NotOwner; the owner keeps its lease and budget", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        yield* startCoordinator(namespace)
+        const owner = yield* CoordinatorClient.make({ namespace, principal: "sessions" })
+        const other = yield* CoordinatorClient.make({ namespace, principal: "sessions2" })
+        const sessionId = Ids.sessionId("victim")
+        const policy = { maximumInvocations: 20, allowedLanguages: ["JavaScript" as const] }
+        const admitted = yield* owner.admit({ sessionId, profile: "standard", policy, deploymentConsent: true })
+        const leaseId = admitted.lease.id
+        const refusals = [
+          yield* Effect.flip(other.renew({ sessionId, leaseId, more: true, slots: 0 })),
+          yield* Effect.flip(other.release({ sessionId, leaseId, spent: { invocations: 0, tools: 0, repairs: 0 } })),
+          yield* Effect.flip(other.admit({ sessionId, profile: "standard", policy, deploymentConsent: true })),
+          // the default principal is a principal like any other
+          yield* Effect.flip((yield* CoordinatorClient.make({ namespace })).release({ sessionId, leaseId, spent: { invocations: 0, tools: 0, repairs: 0 } }))
+        ]
+        for (const refusal of refusals) {
+          assert.instanceOf(refusal, CoordinatorProtocol.AdmissionError)
+          assert.strictEqual((refusal as CoordinatorProtocol.AdmissionError).reason, "NotOwner")
+        }
+        // the owner's lease lives on, with its slots and its whole budget
+        const view = yield* owner.leases()
+        const victim = view.sessions.find((session) => session.sessionId === "victim")!
+        assert.strictEqual(victim.lease?.id, leaseId)
+        assert.strictEqual(victim.principal, "sessions")
+        assert.strictEqual(victim.lease?.slots, 2)
+        assert.deepStrictEqual(victim.spent, { invocations: 0, tools: 0, repairs: 0 })
+        assert.deepStrictEqual(victim.left, { invocations: 20, tools: 8, repairs: 1 })
+        const renewed = yield* owner.renew({ sessionId, leaseId, more: false })
+        assert.strictEqual(renewed.id, leaseId)
+        assert.strictEqual(renewed.slots, 2)
+        // verify answers any principal (workers ask as their own)
+        const facts = yield* (yield* CoordinatorClient.make({ namespace, principal: "worker-default" })).verify({ sessionId, leaseId })
+        assert.strictEqual(facts.profile, "standard")
+        yield* owner.release({ sessionId, leaseId, spent: { invocations: 3, tools: 1, repairs: 0 } })
+        // once its lease ended, another principal may admit it: it keeps what was spent, and is the new owner's
+        const again = yield* other.admit({ sessionId, profile: "standard", policy, deploymentConsent: true })
+        assert.strictEqual(again.lease.invocations, 17)
+        const late = yield* Effect.flip(owner.renew({ sessionId, leaseId: again.lease.id, more: false }))
+        assert.strictEqual((late as CoordinatorProtocol.AdmissionError).reason, "NotOwner")
+      })))
+
+    it.effect("a LeasedAdmission renews and releases as its principal", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const { coordinator } = yield* startCoordinator(namespace)
+        const { close, leased } = yield* admission(namespace, "s1", { principal: "sessions" })
+        const other = yield* CoordinatorClient.make({ namespace, principal: "sessions2" })
+        const stolen = yield* Effect.flip(other.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", deploymentConsent: true }))
+        assert.strictEqual((stolen as CoordinatorProtocol.AdmissionError).reason, "NotOwner")
+        const before = coordinator.requests()
+        yield* close
+        assert.isAbove(coordinator.requests(), before)
+        const view = yield* other.leases()
+        assert.isNull(view.sessions.find((session) => session.sessionId === "s1")?.lease ?? null)
+        assert.isFalse(leased.expired())
+        const bad = yield* Effect.exit(LeasedAdmission.make({ namespace, sessionId: Ids.sessionId("s2"), profile: "standard", principal: "a.b" }))
+        assert.isTrue(Exit.isFailure(bad))
+      })))
+
+    it.effect("a profile that lists principals admits only those: others are refused NotAllowed and its credential never reaches them", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const secret = ExecutionProfile.make({ name: "secret", credentialName: "API_KEY", principals: ["sessions"] })
+        yield* startCoordinator(namespace, { profiles: [...profiles, secret] })
+        const listed = yield* CoordinatorClient.make({ namespace, principal: "sessions" })
+        const other = yield* CoordinatorClient.make({ namespace, principal: "sessions2" })
+        const refused = yield* Effect.flip(other.admit({ sessionId: Ids.sessionId("s2"), profile: "secret", deploymentConsent: true }))
+        assert.instanceOf(refused, CoordinatorProtocol.AdmissionError)
+        assert.strictEqual((refused as CoordinatorProtocol.AdmissionError).reason, "NotAllowed")
+        const defaulted = yield* Effect.flip((yield* CoordinatorClient.make({ namespace })).admit({ sessionId: Ids.sessionId("s3"), profile: "secret" }))
+        assert.strictEqual((defaulted as CoordinatorProtocol.AdmissionError).reason, "NotAllowed")
+        // nothing was recorded for the refused sessions
+        const view = yield* listed.leases()
+        assert.deepStrictEqual(view.sessions.map((session) => session.sessionId), [])
+        assert.deepStrictEqual(view.profiles.find((profile) => profile.name === "secret")?.principals, ["sessions"])
+        assert.isUndefined(view.profiles.find((profile) => profile.name === "standard")?.principals)
+        const admitted = yield* listed.admit({ sessionId: Ids.sessionId("s1"), profile: "secret", deploymentConsent: true })
+        const facts = yield* other.verify({ sessionId: Ids.sessionId("s1"), leaseId: admitted.lease.id })
+        assert.strictEqual(facts.credentialName, "API_KEY")
+        // profiles without principals admit anyone
+        yield* other.admit({ sessionId: Ids.sessionId("s4"), profile: "standard", deploymentConsent: true })
+      })))
+
+    it.effect("a session record written before principals (format 1) is read as owned by default", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        const records = Context.get(yield* Layer.build(ledger(namespace)), LedgerTag)
+        yield* startCoordinator(namespace)
+        const now = Date.now() + 3_600_000
+        const lease = { id: "lease_old_1", sessionId: "old", expiresAt: now, lifetimeSeconds: 300, invocations: 10, tools: 2, repairs: 0, slots: 0, runtimeEnvironments: 1 }
+        const policy = yield* (yield* CoordinatorClient.make({ namespace })).policy("standard")
+        yield* records.put("session.old", { format: 1, sessionId: "old", profile: "standard", policy, consent: true, used: { invocations: 1, tools: 0, repairs: 0 }, lease }, 0)
+        const other = yield* CoordinatorClient.make({ namespace, principal: "sessions" })
+        const refused = yield* Effect.flip(other.renew({ sessionId: Ids.sessionId("old"), leaseId: Ids.leaseId("lease_old_1"), more: false }))
+        assert.strictEqual((refused as CoordinatorProtocol.AdmissionError).reason, "NotOwner")
+        const renewed = yield* (yield* CoordinatorClient.make({ namespace })).renew({ sessionId: Ids.sessionId("old"), leaseId: Ids.leaseId("lease_old_1"), more: false })
+        assert.strictEqual(renewed.id, "lease_old_1")
+        const written = yield* records.get("session.old")
+        assert.strictEqual((written!.value as { format: number; principal: string }).format, 2)
+        assert.strictEqual((written!.value as { format: number; principal: string }).principal, "default")
+      })))
+
     it.effect("a session spends its lease locally: no coordinator request per call", () =>
       run(Effect.gen(function*() {
         const namespace = freshNamespace()
@@ -460,7 +564,7 @@ export const coordinatorConformance = (
       run(Effect.gen(function*() {
         const namespace = freshNamespace()
         const { coordinator } = yield* startCoordinator(namespace)
-        const subject = Subject.coordinator(Subject.prefix(namespace), Ids.token("admit"))
+        const subject = Subject.coordinator(Subject.prefix(namespace), Ids.defaultPrincipal, Ids.token("admit"))
         for (const payload of ["{ not json", Envelope.encode("admit", { session_id: "a.b", profile: "standard" }), Envelope.encode("renew", {})]) {
           const reply = yield* Transport.request(subject, payload, { timeoutMs: 5_000 })
           const parsed = JSON.parse(Transport.text(reply)) as { kind: string; error: { _tag: string; reason: string } }

@@ -173,6 +173,15 @@ describe("ExecutionProfile.effectivePolicy under a narrower profile (the interse
     expect(refused(() => ExecutionProfile.all([{ name: "p" }, { name: "p" }])).option).toBe("profiles.name")
   })
 
+  it("principals, when given, are NATS user names (subject tokens); absent, any principal may admit", () => {
+    expect(ExecutionProfile.make({ name: "p", principals: ["sessions", "app-1", "sessions"] }).principals).toEqual(["sessions", "app-1"])
+    expect(ExecutionProfile.make({ name: "p" }).principals).toBeUndefined()
+    expect(ExecutionProfile.make({ name: "p", principals: [] }).principals).toEqual([])
+    for (const principals of [["a.b"], ["*"], [""], "sessions", [1]]) {
+      expect(refused(() => ExecutionProfile.make({ name: "p", principals: principals as never })).option).toBe("profiles.p.principals")
+    }
+  })
+
   it("a credentialName is an environment variable name the sandbox does not set itself", () => {
     expect(ExecutionProfile.make({ name: "p", credentialName: "SERVICE_TOKEN" }).credentialName).toBe("SERVICE_TOKEN")
     expect(ExecutionProfile.make({ name: "p", credentialName: "_x1" }).credentialName).toBe("_x1")

@@ -89,7 +89,7 @@ describe("ServiceDiscovery", () => {
     const { layer, replies } = recordingTransport()
     return Effect.gen(function*() {
       yield* TestClock.adjust("90 seconds")
-      const endpoint = Subject.coordinator(Subject.prefix(Ids.namespace("ns1")), Ids.token("echo"))
+      const endpoint = Subject.coordinator(Subject.prefix(Ids.namespace("ns1")), Ids.defaultPrincipal, Ids.token("echo"))
       const a = yield* ServiceDiscovery.advertise({
         name,
         version: "1.2.3-beta.1+build.5",
@@ -131,7 +131,7 @@ describe("ServiceDiscovery", () => {
   it.effect("measure counts requests, processing time and errors: error replies, throws and rejections", () =>
     Effect.gen(function*() {
       const prefix = Subject.prefix(Ids.namespace("ns1"))
-      const subject = Subject.coordinator(prefix, Ids.token("work"))
+      const subject = Subject.coordinator(prefix, Ids.defaultPrincipal, Ids.token("work"))
       const stats = ServiceDiscovery.counter()
       yield* Transport.serve(subject, { concurrency: 4 }, ServiceDiscovery.measure(stats, async (request) => {
         const text = new TextDecoder().decode(request.data)
@@ -176,7 +176,7 @@ describe("ServiceDiscovery", () => {
 
   it.effect("a name, version, id or endpoint the protocol does not allow is a ConfigError", () =>
     Effect.gen(function*() {
-      const subject = Subject.coordinator(Subject.prefix(Ids.namespace("ns1")), Ids.token("work"))
+      const subject = Subject.coordinator(Subject.prefix(Ids.namespace("ns1")), Ids.defaultPrincipal, Ids.token("work"))
       const cases: Array<[Partial<ServiceDiscovery.ServiceOptions>, string]> = [
         [{ name: "a.b" }, "name"],
         [{ name: "" }, "name"],
@@ -225,7 +225,7 @@ describe("ServiceDiscovery", () => {
       const coordinatorInfo = decode(ServiceDiscovery.InfoResponse)(yield* ask(Subject.serviceDiscovery("INFO", coordinatorName)))
       assert.strictEqual(coordinatorInfo.id, coordinator.id)
       assert.deepStrictEqual(coordinatorInfo.metadata, { namespace: "disco1" })
-      assert.deepStrictEqual(coordinatorInfo.endpoints, [{ name: "coordinator", subject: "jitbox.disco1.coordinator.*", queue_group: "coordinator", metadata: {} }])
+      assert.deepStrictEqual(coordinatorInfo.endpoints, [{ name: "coordinator", subject: "jitbox.disco1.coordinator.*.*", queue_group: "coordinator", metadata: {} }])
       const client = yield* CoordinatorClient.make({ namespace })
       yield* client.policy("standard")
       yield* Effect.flip(client.policy("premium"))

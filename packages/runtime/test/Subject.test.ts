@@ -18,7 +18,7 @@ describe("Subject", () => {
         Subject.sessionManage(p, s),
         Subject.sessionNested(p, s),
         Subject.sessionsActivate(p),
-        Subject.coordinator(p, Ids.token("admit")),
+        Subject.coordinator(p, Ids.principal("sessions"), Ids.token("admit")),
         Subject.workerInvoke(p, Ids.poolName("gpu"), "python"),
         Subject.nodeInvoke(p, Ids.workerId("node-a"), "javascript"),
         Subject.sessionPackage(p, s),
@@ -33,7 +33,7 @@ describe("Subject", () => {
         "jitbox.prod.session.s1.manage",
         "jitbox.prod.session.s1.nested",
         "jitbox.prod.sessions.activate",
-        "jitbox.prod.coordinator.admit",
+        "jitbox.prod.coordinator.sessions.admit",
         "jitbox.prod.worker.gpu.python.invoke",
         "jitbox.prod.node.node-a.javascript.invoke",
         "jitbox.prod.session.s1.package",
@@ -54,6 +54,7 @@ describe("Subject", () => {
         Subject.allProfiles(p),
         Subject.sessionAll(p, s),
         Subject.coordinatorAll(p),
+        Subject.coordinatorOf(p, Ids.principal("worker-gpu")),
         Subject.everything(p)
       ],
       [
@@ -61,7 +62,8 @@ describe("Subject", () => {
         "jitbox.prod.events.s1.>",
         "jitbox.prod.profile.*",
         "jitbox.prod.session.s1.*",
-        "jitbox.prod.coordinator.*",
+        "jitbox.prod.coordinator.*.*",
+        "jitbox.prod.coordinator.worker-gpu.*",
         "jitbox.prod.>"
       ]
     )
@@ -72,6 +74,18 @@ describe("Subject", () => {
     for (const root of ["", "a..b", "a.*", "a b", ".a"]) {
       assert.throws(() => Subject.prefix(Ids.namespace("ns"), root), HarnessError.ConfigError)
     }
+  })
+
+  it("a coordinator subject carries the asker's principal before the operation; a bad principal is a ConfigError", () => {
+    const subject = Subject.coordinator(Subject.prefix(Ids.namespace("ns"), "acme.tools"), Ids.principal("sessions2"), Ids.token("renew"))
+    assert.strictEqual(subject, "acme.tools.ns.coordinator.sessions2.renew")
+    assert.deepStrictEqual(Subject.coordinatorParts(subject), { principal: "sessions2", op: "renew" })
+    assert.isTrue(Subject.matches(Subject.coordinatorAll(Subject.prefix(Ids.namespace("ns"), "acme.tools")), subject))
+    assert.isFalse(Subject.matches(Subject.coordinatorOf(p, Ids.principal("sessions")), "jitbox.prod.coordinator.sessions2.renew"))
+    assert.isUndefined(Subject.coordinatorParts("jitbox.prod.session.s1.call"))
+    assert.isUndefined(Subject.coordinatorParts("jitbox.prod.coordinator.admit"))
+    assert.strictEqual(Ids.defaultPrincipal, "default")
+    for (const bad of ["", "a.b", "*", ">", "a b"]) assert.throws(() => Ids.principal(bad), HarnessError.ConfigError)
   })
 
   it("everything built is a literal subject or a valid pattern", () => {

@@ -199,9 +199,9 @@ describe("the protocol tables", () => {
         verify: () => Promise.reject(new Error("not here")),
         workers: () => [],
         leases: () => Promise.reject(new Error("not here"))
-      }, { kindOf: (subject) => subject.slice(subject.lastIndexOf(".") + 1) })
+      }, { kindOf: (subject) => Subject.coordinatorParts(subject)?.op })
       const reply = yield* Effect.promise(async () =>
-        String(await serve({ subject: "jitbox.demo.coordinator.workers", data: encoder.encode(`{"v":2,"kind":"policy","profile":"x"}`), headers: {}, signal: new AbortController().signal }))
+        String(await serve({ subject: "jitbox.demo.coordinator.operator.workers", data: encoder.encode(`{"v":2,"kind":"policy","profile":"x"}`), headers: {}, signal: new AbortController().signal }))
       )
       assert.include(reply, `"reason":"Decode"`)
       assert.include(reply, "kind 'policy' sent to 'workers'")

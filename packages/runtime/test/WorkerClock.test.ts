@@ -57,7 +57,7 @@ describe("worker and runner on TestClock", () => {
     Effect.gen(function*() {
       const transport = yield* Transport.Transport
       let verifies = 0
-      yield* transport.serve(Subject.coordinator(prefix, Ids.token("verify")), { concurrency: 4 }, () => {
+      yield* transport.serve(Subject.coordinator(prefix, Ids.defaultPrincipal, Ids.token("verify")), { concurrency: 4 }, () => {
         verifies++
         return Envelope.ok(JSON.stringify({ sessionId, leaseId: "lease_1", expiresAt: 1e15, lifetimeSeconds: 40, profile: "standard", deploymentConsent: true }))
       })
@@ -163,7 +163,7 @@ describe("worker and runner on TestClock", () => {
 const confirmingCoordinator = Effect.gen(function*() {
   const transport = yield* Transport.Transport
   const asked = { verifies: 0 }
-  yield* transport.serve(Subject.coordinator(prefix, Ids.token("verify")), { concurrency: 4 }, () => {
+  yield* transport.serve(Subject.coordinator(prefix, Ids.defaultPrincipal, Ids.token("verify")), { concurrency: 4 }, () => {
     asked.verifies++
     return Envelope.ok(JSON.stringify({ sessionId, leaseId: "lease_1", expiresAt: 1e15, lifetimeSeconds: 40, profile: "standard", deploymentConsent: true }))
   })

@@ -1,6 +1,6 @@
 /**
  * What the coordinator does for each operation of its protocol, over its typed ledger
- * (`leaseLedger`): admit a session and grant its first lease, renew, release, verify a lease for
+ * (`leaseLedger`), as the principal the request's subject names (admit, renew and release check it): admit a session and grant its first lease, renew, release, verify a lease for
  * a worker, and report every lease for operators. Every grant is written (compare-and-set) before
  * it is answered; time is the context's `Clock`.
  */
@@ -59,14 +59,25 @@ const capabilityOf = (grants: Grants, request: AdmitRequest, profile: ExecutionP
     : { backend: "worker", sandboxNodeId: profile.sandboxNodeId })
 })
 
+/** The profile, when `principal` may admit under it: one that lists `principals` admits only those. */
+const admittingProfileOf = (grants: Grants, name: string, principal: Ids.Principal) =>
+  Effect.flatMap(profileOf(grants, name), (profile) =>
+    profile.principals === undefined || profile.principals.includes(principal)
+      ? Effect.succeed(profile)
+      : Effect.fail(new AdmissionError({ reason: "NotAllowed", detail: `principal '${principal}' may not admit sessions under the execution profile '${name}'` })))
+
+const notOwner = (sessionId: string, owner: string, principal: string, what: string) =>
+  new AdmissionError({ reason: "NotOwner", detail: `session '${sessionId}' was admitted by principal '${owner}'; principal '${principal}' may not ${what} it` })
+
 /**
- * Admits a session: the effective policy is the profile's ceiling narrowed by the request. A
- * session admitted again (another process, a restart) keeps what it spent; its old lease ends
- * whole.
+ * Admits a session as `principal`: the effective policy is the profile's ceiling narrowed by the
+ * request. A session admitted again (another process, a restart) keeps what it spent; its old
+ * lease ends whole. A session whose live lease another principal holds is refused (`NotOwner`);
+ * once its lease ended, whoever may use the profile admits it and owns it.
  */
-export const admit = (grants: Grants, request: AdmitRequest) =>
+export const admit = (grants: Grants, principal: Ids.Principal, request: AdmitRequest) =>
   Effect.gen(function*() {
-    const profile = yield* profileOf(grants, request.profile)
+    const profile = yield* admittingProfileOf(grants, request.profile, principal)
     const policy = yield* Effect.try({
       try: () => ExecutionProfile.effectivePolicy(profile, request.policy),
       catch: (error) => error as HarnessError.ConfigError
@@ -74,6 +85,10 @@ export const admit = (grants: Grants, request: AdmitRequest) =>
     const consent = request.deploymentConsent ?? false
     const now = yield* Clock.currentTimeMillis
     const found = yield* grants.ledger.session(request.sessionId)
+    const owner = found.record?.principal
+    if (found.record?.lease != null && found.record.lease.expiresAt > now && owner !== principal) {
+      return yield* notOwner(request.sessionId, owner!, principal, "admit")
+    }
     const previous = found.record === undefined ? undefined : closed(found.record, now)
     if (found.record?.lease != null) yield* grants.ledger.freeSlots(found.record.profile, found.record.lease.id)
     const used = previous?.used ?? none
@@ -90,7 +105,7 @@ export const admit = (grants: Grants, request: AdmitRequest) =>
     }
     const slots = consent ? yield* grants.ledger.takeSlots(profile, granted, policy.maximumConcurrentInvocations, now) : 0
     const lease: Lease = { ...granted, slots }
-    const record: SessionRecord = { format: 1, sessionId: request.sessionId, profile: profile.name, policy, consent, used, lease }
+    const record: SessionRecord = { format: 2, principal, sessionId: request.sessionId, profile: profile.name, policy, consent, used, lease }
     yield* grants.ledger.putSession(record, found.revision)
     const admitted: Admitted = {
       capability: capabilityOf(grants, request, profile, policy, consent),
@@ -102,10 +117,16 @@ export const admit = (grants: Grants, request: AdmitRequest) =>
     return admitted
   })
 
-/** The session's live lease `leaseId`; an expired one is ended (counted whole) and refused. */
-const liveLease = (grants: Grants, sessionId: string, leaseId: string) =>
+/**
+ * The session's live lease `leaseId`; an expired one is ended (counted whole) and refused. With
+ * `asker` (renew, release), a record another principal owns is refused `NotOwner` and left as it is.
+ */
+const liveLease = (grants: Grants, sessionId: string, leaseId: string, asker?: { readonly principal: Ids.Principal; readonly what: string }) =>
   Effect.gen(function*() {
     const { record, revision } = yield* grants.ledger.session(sessionId)
+    if (asker !== undefined && record !== undefined && record.principal !== asker.principal) {
+      return yield* notOwner(sessionId, record.principal, asker.principal, asker.what)
+    }
     const lease = record?.lease
     if (record === undefined || lease == null || lease.id !== leaseId) {
       return yield* new AdmissionError({ reason: "LeaseNotFound", detail: `session '${sessionId}' holds no lease '${leaseId}'` })
@@ -119,9 +140,9 @@ const liveLease = (grants: Grants, sessionId: string, leaseId: string) =>
   })
 
 /** Extends a live lease, grants more invocations when asked, and sets the slots it holds. */
-export const renew = (grants: Grants, request: RenewRequest) =>
+export const renew = (grants: Grants, principal: Ids.Principal, request: RenewRequest) =>
   Effect.gen(function*() {
-    const { lease, record, revision } = yield* liveLease(grants, request.sessionId, request.leaseId)
+    const { lease, record, revision } = yield* liveLease(grants, request.sessionId, request.leaseId, { principal, what: "renew" })
     const profile = yield* profileOf(grants, record.profile)
     const now = yield* Clock.currentTimeMillis
     const extended: Lease = { ...lease, expiresAt: now + record.policy.leaseLifetimeSeconds * 1000 }
@@ -136,9 +157,9 @@ export const renew = (grants: Grants, request: RenewRequest) =>
   })
 
 /** Ends a lease; what the session reports unspent returns to its budget. */
-export const release = (grants: Grants, request: ReleaseRequest) =>
+export const release = (grants: Grants, principal: Ids.Principal, request: ReleaseRequest) =>
   Effect.gen(function*() {
-    const { record, revision } = yield* liveLease(grants, request.sessionId, request.leaseId)
+    const { record, revision } = yield* liveLease(grants, request.sessionId, request.leaseId, { principal, what: "release" })
     yield* grants.ledger.freeSlots(record.profile, request.leaseId)
     yield* grants.ledger.endSession(closed(record, yield* Clock.currentTimeMillis, request.spent), revision)
     return null
@@ -175,6 +196,7 @@ const budgetOf = (record: SessionRecord, now: number): SessionBudget => {
   return {
     sessionId: current.sessionId,
     profile: current.profile,
+    principal: current.principal,
     deploymentConsent: current.consent,
     spent: current.used,
     left: {
@@ -198,7 +220,8 @@ export const leases = (grants: Grants, request: { readonly limit?: number | unde
         ...(profile.location === undefined ? {} : { location: profile.location }),
         ...(profile.sandboxNodeId === undefined ? {} : { sandboxNodeId: profile.sandboxNodeId }),
         policy: profile.policy,
-        slotsHeld: holders.reduce((sum, holder) => sum + holder.slots, 0)
+        slotsHeld: holders.reduce((sum, holder) => sum + holder.slots, 0),
+        ...(profile.principals === undefined ? {} : { principals: profile.principals })
       })
     }
     const limit = request.limit ?? leasesLimits.default

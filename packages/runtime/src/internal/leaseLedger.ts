@@ -5,7 +5,9 @@
  *   spent, and its live lease, in the very `Lease` shape the wire carries;
  * - `profile.<name>`: which leases hold the profile's concurrency slots, until when.
  *
- * Each record carries `format: 1`. A value that does not decode (another version, or garbage
+ * A session record carries `format: 2` and the principal that admitted the session (its owner);
+ * one of `format: 1` (written before principals) is read as owned by `default` and written back as
+ * `format: 2` by the next write. A profile record carries `format: 1`. A value that does not decode (another version, or garbage
  * written into the bucket) reads as no record at its revision, so the next write replaces it: a
  * bad value costs that session its history, never blocks it for good.
  *
@@ -29,9 +31,7 @@ import type { LedgerError, LedgerShape } from "../Ledger.js"
 type Counts = CoordinatorProtocol.Counts
 type Lease = CoordinatorProtocol.Lease
 
-/** A session's record. */
-export const SessionRecord = Schema.Struct({
-  format: Schema.Literal(1),
+const sessionFields = {
   sessionId: Ids.SessionId,
   profile: Schema.String,
   policy: JitPolicy.JitPolicy,
@@ -41,9 +41,30 @@ export const SessionRecord = Schema.Struct({
   lease: Schema.NullOr(CoordinatorProtocol.Lease),
   /** When its last lease ended (epoch milliseconds), while it holds none: the retention counts from here. */
   endedAt: Schema.optional(Schema.Number)
+}
+
+/** A session's record, as written: `format: 2`, with the principal that admitted the session (its owner). */
+export const SessionRecord = Schema.Struct({
+  format: Schema.Literal(2),
+  /** Who admitted the session: only it renews or releases the lease, or admits the session while the lease lives. */
+  principal: Ids.Principal,
+  ...sessionFields
 })
 
 export type SessionRecord = typeof SessionRecord.Type
+
+/** A session's record of a coordinator before principals (`format: 1`): read as owned by `default`. */
+const SessionRecordV1 = Schema.Struct({ format: Schema.Literal(1), ...sessionFields })
+
+/** Either format, read as the current one. */
+const SessionRecordAny = Schema.Union(
+  SessionRecord,
+  Schema.transform(SessionRecordV1, Schema.typeSchema(SessionRecord), {
+    strict: true,
+    decode: ({ format: _, ...v1 }) => ({ format: 2 as const, principal: Ids.defaultPrincipal, ...v1 }),
+    encode: ({ format: _, principal: __, ...record }) => ({ format: 1 as const, ...record })
+  })
+)
 
 const Holder = Schema.Struct({ sessionId: Ids.SessionId, slots: Schema.Number, expiresAt: Schema.Number })
 
@@ -79,7 +100,7 @@ const sessionKey = (sessionId: string) => `session.${sessionId}`
 const profileKey = (name: string) => `profile.${name}`
 const sessionPrefix = "session."
 
-const decodeSession = Schema.decodeUnknownEither(SessionRecord)
+const decodeSession = Schema.decodeUnknownEither(SessionRecordAny)
 const decodeProfile = Schema.decodeUnknownEither(ProfileRecord)
 
 /** A record as read: its value (none when absent or undecodable) and the revision a write must name. */

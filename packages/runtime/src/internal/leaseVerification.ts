@@ -29,6 +29,8 @@ export type Admitted = Readonly<Record<string, string>> | undefined
 
 export interface Options {
   readonly prefix: Subject.Prefix
+  /** Who the worker asks the coordinator as (its NATS user; default `default`). */
+  readonly principal?: string | undefined
   readonly requireAdmission: boolean
   readonly pool: Ids.PoolName
   readonly nodeId: Ids.WorkerId | undefined
@@ -69,7 +71,7 @@ export const check = (
 /** The worker's lease verification, on the coordinator of `prefix`, until the scope closes. */
 export const make = (options: Options): Effect.Effect<LeaseVerification, never, Transport.Transport> =>
   Effect.gen(function*() {
-    const coordinator = yield* CoordinatorClient.make({ prefix: options.prefix, timeoutMs: options.verifyTimeoutMs })
+    const coordinator = yield* CoordinatorClient.make({ prefix: options.prefix, principal: options.principal, timeoutMs: options.verifyTimeoutMs })
     const run = Runtime.runPromise(yield* Effect.runtime<never>())
     const clock = yield* Effect.clock
     const trusted = new Map<string, { readonly facts: CoordinatorProtocol.LeaseFacts; readonly until: number }>()

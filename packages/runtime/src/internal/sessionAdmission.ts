@@ -47,6 +47,7 @@ const leased = (
   Effect.gen(function*() {
     const lease = yield* LeasedAdmission.make({
       prefix: options.prefix,
+      principal: admission.principal,
       sessionId,
       profile: admission.profile,
       policy: admission.policy ?? options.harness?.policy,
