@@ -50,36 +50,26 @@ export const server = Options.text("server").pipe(
   Options.withFallbackConfig(Config.string("JITBOX_SERVER"))
 )
 
-const fileOption = (name: string, variable: string, description: string) =>
-  Options.file(name).pipe(
-    Options.withDescription(`${description}; environment variable ${variable}`),
-    Options.withFallbackConfig(Config.string(variable)),
-    Options.optional
-  )
+/** An optional flag whose environment variable `variable` stands in when it is not given. */
+const withVariable = <A>(option: Options.Options<A>, variable: string, config: Config.Config<A>, description: string) =>
+  option.pipe(Options.withDescription(`${description}; environment variable ${variable}`), Options.withFallbackConfig(config), Options.optional)
+
+const fileOption = (name: string, variable: string, description: string) => withVariable(Options.file(name), variable, Config.string(variable), description)
+const textOption = (name: string, variable: string, description: string) => withVariable(Options.text(name), variable, Config.string(variable), description)
+const secretOption = (name: string, variable: string, description: string) =>
+  withVariable(Options.redacted(name), variable, Config.redacted(variable), description)
 
 /** @since 0.1.0 @category options */
 export const creds = fileOption("creds", "JITBOX_CREDS", "A NATS credentials file (.creds: user JWT and NKey seed)")
 
 /** @since 0.1.0 @category options */
-export const user = Options.text("user").pipe(
-  Options.withDescription("A user of the server's authorization block, with --password; environment variable JITBOX_USER"),
-  Options.withFallbackConfig(Config.string("JITBOX_USER")),
-  Options.optional
-)
+export const user = textOption("user", "JITBOX_USER", "A user of the server's authorization block, with --password")
 
 /** @since 0.1.0 @category options */
-export const password = Options.redacted("password").pipe(
-  Options.withDescription("The password of --user; environment variable JITBOX_PASSWORD (better than the flag, which other users of the machine can see)"),
-  Options.withFallbackConfig(Config.redacted("JITBOX_PASSWORD")),
-  Options.optional
-)
+export const password = secretOption("password", "JITBOX_PASSWORD", "The password of --user (the variable is better than the flag, which other users of the machine can see)")
 
 /** @since 0.1.0 @category options */
-export const token = Options.redacted("token").pipe(
-  Options.withDescription("A token of the server's authorization block; environment variable JITBOX_TOKEN"),
-  Options.withFallbackConfig(Config.redacted("JITBOX_TOKEN")),
-  Options.optional
-)
+export const token = secretOption("token", "JITBOX_TOKEN", "A token of the server's authorization block")
 
 /** @since 0.1.0 @category options */
 export const nkey = fileOption("nkey", "JITBOX_NKEY", "A file holding the NKey seed (SU…) of a user of the server's authorization block")
@@ -94,19 +84,17 @@ export const tlsCert = fileOption("tls-cert", "JITBOX_TLS_CERT", "TLS: this clie
 export const tlsKey = fileOption("tls-key", "JITBOX_TLS_KEY", "TLS: the private key (PEM) of --tls-cert")
 
 /** @since 0.1.0 @category options */
-export const inboxPrefix = Options.text("inbox-prefix").pipe(
-  Options.withDescription("The prefix of this connection's reply subjects (default _INBOX), for a server that lets this user subscribe only to its own (_INBOX_worker.>); environment variable JITBOX_INBOX_PREFIX"),
-  Options.withFallbackConfig(Config.string("JITBOX_INBOX_PREFIX")),
-  Options.optional
+export const inboxPrefix = textOption(
+  "inbox-prefix",
+  "JITBOX_INBOX_PREFIX",
+  "The prefix of this connection's reply subjects (default _INBOX), for a server that lets this user subscribe only to its own (_INBOX_worker.>)"
 )
 
 /** @since 0.1.0 @category options */
-export const principal = Options.text("principal").pipe(
-  Options.withDescription(
-    `Who this command asks the coordinator as (coordinator.<principal>.<op>): the NATS user it connects as; environment variable JITBOX_PRINCIPAL; default the --user, else ${Ids.defaultPrincipal}`
-  ),
-  Options.withFallbackConfig(Config.string("JITBOX_PRINCIPAL")),
-  Options.optional
+export const principal = textOption(
+  "principal",
+  "JITBOX_PRINCIPAL",
+  `Who this command asks the coordinator as (coordinator.<principal>.<op>): the NATS user it connects as; default the --user, else ${Ids.defaultPrincipal}`
 )
 
 /** @since 0.1.0 @category options */

@@ -73,19 +73,21 @@ describe("options that do not go together fail ConfigError naming the flags", ()
   })
 })
 
+/** No security option given. */
+const noSecurity = {
+  creds: Option.none(),
+  user: Option.none(),
+  password: Option.none(),
+  token: Option.none(),
+  nkey: Option.none(),
+  tlsCa: Option.none(),
+  tlsCert: Option.none(),
+  tlsKey: Option.none(),
+  inboxPrefix: Option.none()
+} as const
+
 const options = (config: Partial<Connection.ConnectionConfig> & { readonly server: string }) =>
-  Effect.runPromise(Connection.natsOptions({
-    creds: Option.none(),
-    user: Option.none(),
-    password: Option.none(),
-    token: Option.none(),
-    nkey: Option.none(),
-    tlsCa: Option.none(),
-    tlsCert: Option.none(),
-    tlsKey: Option.none(),
-    inboxPrefix: Option.none(),
-    ...config
-  }, "test"))
+  Effect.runPromise(Connection.natsOptions({ ...noSecurity, ...config }, "test"))
 
 describe("Connection.natsOptions", () => {
   it("takes a user and password, percent-decoded, out of the URLs", async () => {
@@ -191,17 +193,7 @@ describe("the warning of a serving command without credentials", () => {
 })
 
 describe("Connection.principalOf", () => {
-  const none = {
-    creds: Option.none(),
-    user: Option.none(),
-    password: Option.none(),
-    token: Option.none(),
-    nkey: Option.none(),
-    tlsCa: Option.none(),
-    tlsCert: Option.none(),
-    tlsKey: Option.none(),
-    inboxPrefix: Option.none()
-  } as const
+  const none = noSecurity
   const principal = (config: Partial<Connection.SecurityConfig> & { readonly server?: string }) =>
     Effect.runPromise(Effect.either(Connection.principalOf({ ...none, ...config })))
 

@@ -71,25 +71,6 @@ export interface Principal {
 
 const discovery = (service: string) => ["$SRV.PING", "$SRV.INFO", "$SRV.STATS", `$SRV.*.${service}`, `$SRV.*.${service}.*`]
 
-/** What the KV client asks of the JetStream API to open, read, write, list and purge `bucket`. */
-const bucketApi = (bucket: string): ReadonlyArray<string> => {
-  const stream = `KV_${bucket}`
-  return [
-    "$JS.API.INFO",
-    `$JS.API.STREAM.INFO.${stream}`,
-    `$JS.API.STREAM.CREATE.${stream}`,
-    `$JS.API.STREAM.PURGE.${stream}`,
-    `$JS.API.DIRECT.GET.${stream}.>`,
-    `$JS.API.STREAM.MSG.GET.${stream}`,
-    `$JS.API.CONSUMER.CREATE.${stream}`,
-    `$JS.API.CONSUMER.CREATE.${stream}.>`,
-    `$JS.API.CONSUMER.INFO.${stream}.>`,
-    `$JS.API.CONSUMER.DELETE.${stream}.>`,
-    `$JS.FC.${stream}.>`,
-    `$KV.${bucket}.>`
-  ]
-}
-
 /** What only reads `bucket` (listing its keys takes a consumer). */
 const bucketReadApi = (bucket: string): ReadonlyArray<string> => {
   const stream = `KV_${bucket}`
@@ -105,6 +86,14 @@ const bucketReadApi = (bucket: string): ReadonlyArray<string> => {
     `$JS.FC.${stream}.>`
   ]
 }
+
+/** What the KV client asks of the JetStream API to open, read, write, list and purge `bucket`. */
+const bucketApi = (bucket: string): ReadonlyArray<string> => [
+  ...bucketReadApi(bucket),
+  `$JS.API.STREAM.CREATE.KV_${bucket}`,
+  `$JS.API.STREAM.PURGE.KV_${bucket}`,
+  `$KV.${bucket}.>`
+]
 
 const variableOf = (user: string) => `JITBOX_PASSWORD_${user.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`
 

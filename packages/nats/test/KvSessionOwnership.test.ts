@@ -7,7 +7,7 @@
  */
 import { NatsServer } from "@jitbox/testing"
 import { HarnessError } from "@jitbox/core"
-import { Ids, MemoryTransport, Sessions, SnapshotStore, Subject } from "@jitbox/runtime"
+import { Ids, MemoryTransport, Sessions, type SessionOwnership, SnapshotStore, Subject } from "@jitbox/runtime"
 import { Kvm } from "@nats-io/kv"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -33,6 +33,25 @@ const nextBucket = () => `owners-test-${++buckets}`
 const host = (options: KvSessionOwnership.KvSessionOwnershipOptions) =>
   Effect.flatMap(NatsConnection.make(connection()), ({ nc }) => KvSessionOwnership.fromConnection(nc, options))
 
+/** Two hosts claim each session at once: exactly one wins it, and the other is refused `Held` naming the winner. */
+const oneWinsEach = (
+  hostA: SessionOwnership.SessionOwnershipShape,
+  hostB: SessionOwnership.SessionOwnershipShape,
+  sessions: ReadonlyArray<Ids.SessionId>
+) =>
+  Effect.gen(function*() {
+    const results = yield* Effect.forEach(sessions, (sid) =>
+      Effect.all([Effect.either(hostA.claim(sid, "host-a")), Effect.either(hostB.claim(sid, "host-b"))], { concurrency: 2 }), { concurrency: "unbounded" })
+    return results.map(([a, b]) => {
+      assert.strictEqual([a, b].filter(Either.isRight).length, 1)
+      const winner = Either.isRight(a) ? a.right.ownerId : Either.isRight(b) ? b.right.ownerId : undefined
+      const loser = Either.isLeft(a) ? a.left : Either.isLeft(b) ? b.left : undefined
+      assert.strictEqual(loser?.reason, "Held")
+      assert.strictEqual(loser?.owner, winner)
+      return winner
+    })
+  })
+
 /** A client that is not a host, to write and read the bucket's records directly. */
 const client = () => Effect.map(NatsConnection.make(connection()), ({ nc }) => nc)
 
@@ -47,20 +66,10 @@ it.scoped("two hosts on their own connections race for twenty sessions: each ses
     const hostA = yield* host({ bucket })
     const hostB = yield* host({ bucket })
     const sessions = Array.from({ length: 20 }, (_, index) => Ids.sessionId(`race-${index}`))
-    const results = yield* Effect.forEach(sessions, (sid) =>
-      Effect.all([Effect.either(hostA.claim(sid, "host-a")), Effect.either(hostB.claim(sid, "host-b"))], { concurrency: 2 }), { concurrency: "unbounded" })
-    for (const [a, b] of results) {
-      assert.strictEqual([a, b].filter(Either.isRight).length, 1)
-      const winner = Either.isRight(a) ? a.right.ownerId : Either.isRight(b) ? b.right.ownerId : undefined
-      const loser = Either.isLeft(a) ? a.left : Either.isLeft(b) ? b.left : undefined
-      assert.strictEqual(loser?.reason, "Held")
-      assert.strictEqual(loser?.owner, winner)
-    }
+    const winners = yield* oneWinsEach(hostA, hostB, sessions)
     // Each sees the other's claims.
     for (const [index, sid] of sessions.entries()) {
-      const [a] = results[index]!
-      const expected = Either.isRight(a) ? "host-a" : "host-b"
-      assert.deepStrictEqual(Option.map(yield* hostB.holder(sid), (holder) => holder.ownerId), Option.some(expected))
+      assert.deepStrictEqual(Option.map(yield* hostB.holder(sid), (holder) => holder.ownerId), Option.some(winners[index]))
     }
   }))
 
@@ -113,15 +122,7 @@ it.scoped("two hosts racing for a session whose record is garbage: exactly one w
     const kv = yield* Effect.promise(() => new Kvm(nc).open(bucket))
     const sessions = Array.from({ length: 10 }, (_, index) => Ids.sessionId(`junk-${index}`))
     for (const sid of sessions) yield* Effect.promise(() => kv.put(`session.${sid}`, "\u0000garbage"))
-    const results = yield* Effect.forEach(sessions, (sid) =>
-      Effect.all([Effect.either(hostA.claim(sid, "host-a")), Effect.either(hostB.claim(sid, "host-b"))], { concurrency: 2 }), { concurrency: "unbounded" })
-    for (const [a, b] of results) {
-      assert.strictEqual([a, b].filter(Either.isRight).length, 1)
-      const winner = Either.isRight(a) ? a.right.ownerId : Either.isRight(b) ? b.right.ownerId : undefined
-      const loser = Either.isLeft(a) ? a.left : Either.isLeft(b) ? b.left : undefined
-      assert.strictEqual(loser?.reason, "Held")
-      assert.strictEqual(loser?.owner, winner)
-    }
+    yield* oneWinsEach(hostA, hostB, sessions)
   }))
 
 it.scoped("a host of sessions activates a session whose claim key holds garbage, and claims it", () =>
