@@ -1,7 +1,8 @@
 /**
- * The security suite: a namespace run as "Deploying securely" in the README says, one
- * nats-server whose authorization is what `jitbox auth config` prints (passwords in environment
- * variables), and a real `jitbox` process per principal: the coordinator, a worker of pool
+ * The security suite: a namespace run from the README's deployment block ("Deploying securely"),
+ * read from the README and run as written (the server's address, the passwords and two paths are
+ * the test's own): one nats-server whose authorization is what its `jitbox auth config` prints
+ * (passwords in environment variables), and a real `jitbox` process per principal: the coordinator, a worker of pool
  * `default` and a session host (`sessions`), each with its own user and inbox prefix; a second
  * session host principal (`sessions2`) has a user but no process. The victim is an application
  * (`connect`, user `app`) whose session, hosted by `sessions`, runs a JavaScript tool on the worker.
@@ -36,21 +37,42 @@ const { connect } = createRequire(new URL("../../nats/package.json", import.meta
   readonly connect: (options: Record<string, unknown>) => Promise<NatsConnection>
 }
 
-const namespace = "sec"
-const p = `jitbox.${namespace}`
-const passwords: Record<string, string> = {
-  coordinator: "coordinator-pw",
-  operator: "operator-pw",
-  sessions: "sessions-pw",
-  sessions2: "sessions2-pw",
-  app: "app-pw",
-  "worker-default": "worker-pw",
-  observer: "observer-pw"
-}
-const variable = (user: string) => `JITBOX_PASSWORD_${user.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`
+/** The README's deployment block ("The principals, and what a stolen credential reaches"), as written. */
+const block = (() => {
+  const readme = fs.readFileSync(new URL("../../../README.md", import.meta.url), "utf8")
+  const start = readme.indexOf("# the operator, once:")
+  return readme.slice(start, readme.indexOf("```", start)).replace(/\\\n\s*/g, " ")
+})()
 
-/** A principal's command-line credentials, as the README's deployment section gives them. */
-const as = (user: string) => ["--server", server!.url, "--namespace", namespace, "--user", user, "--password", passwords[user]!, "--inbox-prefix", `_INBOX_${user}`]
+/** A shell line's words: quotes removed, a `> file` redirection left out. */
+const words = (line: string): Array<string> => {
+  const found: Array<string> = []
+  for (const match of line.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)) found.push(match[1] ?? match[2] ?? match[3]!)
+  const redirect = found.indexOf(">")
+  return redirect === -1 ? found : found.slice(0, redirect)
+}
+
+/** Each `jitbox` command of the block, by its subcommand (`auth`, `coordinator`, …), without `jitbox`. */
+const commands = new Map(block.split("\n").filter((line) => line.startsWith("jitbox ")).map((line) => {
+  const argv = words(line).slice(1)
+  return [argv[0]!, argv] as const
+}))
+/** The variables the block exports: the namespace, and a password per principal (the test's own values). */
+const namespace = /JITBOX_NAMESPACE=(\S+)/.exec(block)![1]!
+const passwordVariables = [...block.matchAll(/(JITBOX_PASSWORD_[A-Z0-9_]+)=/g)].map((match) => match[1]!)
+const environment: Record<string, string> = Object.fromEntries(passwordVariables.map((name) => [name, `${name.toLowerCase()}-secret`]))
+const p = `jitbox.${namespace}`
+const variable = (user: string) => `JITBOX_PASSWORD_${user.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`
+const passwordOf = (user: string): string => environment[variable(user)]!
+
+/** A command of the block with the test's server, passwords and directories in place of the README's. */
+const asWritten = (name: string): ReadonlyArray<string> =>
+  commands.get(name)!.map((word) =>
+    word.startsWith("$") ? environment[word.slice(1)]! :
+    word === "/etc/jitbox/profiles.json" ? path.join(directory, "profiles.json") :
+    word === "/var/lib/jitbox/sessions" ? path.join(directory, "store") :
+    word
+  )
 
 let server: NatsServer.Handle | undefined
 let directory: string
@@ -68,27 +90,18 @@ const waitJs = `export const wait = tool({
 beforeAll(async () => {
   directory = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-security-"))
   fs.writeFileSync(path.join(directory, "profiles.json"), JSON.stringify({ profiles: [{ name: "standard", policy: { allowedLanguages: ["JavaScript"] } }] }))
-  const printer = spawnCli(["auth", "config", "--namespace", namespace, "--jetstream", "--session-host", "sessions", "--session-host", "sessions2"])
+  expect([...commands.keys()]).toEqual(["auth", "coordinator", "worker", "sessions", "status"])
+  const printer = spawnCli(asWritten("auth"))
   expect(await printer.exited(), printer.stderr()).toBe(0)
-  const env = Object.fromEntries(Object.entries(passwords).map(([user, password]) => [variable(user), password]))
-  server = await NatsServer.start({ config: printer.stdout(), env })
-  const coordinator = spawnCli(["coordinator", ...as("coordinator"), "--profiles", path.join(directory, "profiles.json")])
-  const worker = spawnCli(["worker", ...as("worker-default")])
-  const sessions = spawnCli([
-    "sessions",
-    ...as("sessions"),
-    "--store",
-    path.join(directory, "store"),
-    "--profile",
-    "standard",
-    "--deployment-consent",
-    "--policy",
-    JSON.stringify({ allowedLanguages: ["JavaScript"] })
-  ])
+  server = await NatsServer.start({ config: printer.stdout(), env: environment })
+  const exported = { JITBOX_SERVER: server.url, JITBOX_NAMESPACE: namespace }
+  const coordinator = spawnCli(asWritten("coordinator"), exported)
+  const worker = spawnCli(asWritten("worker"), exported)
+  const sessions = spawnCli(asWritten("sessions"), exported)
   processes.push(coordinator, worker, sessions)
   await coordinator.line(/^ready coordinator/, 120_000)
   await Promise.all([worker.line(/^ready worker/, 120_000), sessions.line(/^ready sessions/, 120_000)])
-  victim = await connectJitbox({ servers: server.url, namespace, user: "app", password: passwords.app, inboxPrefix: "_INBOX_app" })
+  victim = await connectJitbox({ servers: server.url, namespace, user: "app", password: passwordOf("app"), inboxPrefix: "_INBOX_app" })
   const session = victim.session("victim")
   await session.createTool({ entrypoint: "counter", language: "javascript", source: counterJs })
   await session.createTool({ entrypoint: "wait", language: "javascript", source: waitJs })
@@ -103,7 +116,7 @@ afterAll(async () => {
 
 /** A raw connection with `user`'s credentials, as an attacker holding them would make. */
 const attacker = async (user: string): Promise<{ nc: NatsConnection; refusals: Array<string> }> => {
-  const nc = await connect({ servers: server!.url, user, pass: passwords[user]!, inboxPrefix: `_INBOX_${user}` })
+  const nc = await connect({ servers: server!.url, user, pass: passwordOf(user), inboxPrefix: `_INBOX_${user}` })
   const refusals: Array<string> = []
   void (async () => {
     for await (const status of nc.status()) if (status.type === "error") refusals.push(String(status.error?.message ?? ""))
@@ -254,7 +267,7 @@ describe("a namespace run with the authorization of `jitbox auth config`", () =>
   }, 60_000)
 
   it("operator: jitbox status runs with the operator's permissions", async () => {
-    const status = spawnCli(["status", "--timeout", "5s", ...as("operator")])
+    const status = spawnCli([...asWritten("status"), "--timeout", "5s"], { JITBOX_SERVER: server!.url, JITBOX_NAMESPACE: namespace })
     const code = await status.exited()
     expect(code, plain(status.stderr())).toBe(0)
     expect(plain(status.stdout())).toContain("coordinator: answering")
