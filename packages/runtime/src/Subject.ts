@@ -114,8 +114,7 @@ export const coordinator = (prefix: Prefix, principal: Ids.Principal, op: Ids.To
 export const coordinatorAll = (prefix: Prefix): Pattern => pattern(`${prefix}.coordinator.*.*`)
 
 /**
- * Every operation of the root coordinator asked as `principal` (`coordinator.<principal>.*`), or
- * the listed ones only (literal subjects), as a NATS permission grants them.
+ * Every operation of the root coordinator asked as `principal` (`coordinator.<principal>.*`).
  *
  * @since 0.1.0
  * @category patterns

@@ -6,8 +6,9 @@
  * already) and closes it. At most `maxActive` sessions hold a slot (activating, active or closing):
  * an activation that finds them all taken first passivates the least recently used idle session
  * (stored, then closed, as an idle session is: nothing is lost), and is refused with `full()` (the
- * host's `TransportError` `Busy`) when every session is busy or pinned; `forget` waits out an activation or a closing, then releases. After
- * `close` (the host is closing) nothing activates and no session is active.
+ * host's `TransportError` `Busy`) when every session is busy or pinned. `forget` waits out an
+ * activation or a closing, then releases. After `close` (the host is closing) nothing activates
+ * and no session is active.
  *
  * The slots hold Promises, not Effect `Deferred`s, on purpose: every caller that waits on a slot
  * is Promise code (`LocalSession`, the `sessions.activate` responder, `forget`), each check and
