@@ -70,6 +70,12 @@ export interface CoordinatorOptions {
   readonly profiles: ReadonlyArray<ExecutionProfile.ExecutionProfile>
   /** Invocations one grant adds to a lease (default 256); the rest of the budget stays with the coordinator. */
   readonly invocationsPerGrant?: number | undefined
+  /**
+   * How long a lease keeps its concurrency slots without a renewal (default 30 000 ms): a session
+   * that holds slots renews within it, and slots nobody renews (a session admitted and never
+   * used, a host that died) go back to the profile.
+   */
+  readonly slotHoldMs?: number | undefined
   /** Its id in NATS service discovery (default: a fresh one). */
   readonly coordinatorId?: string | undefined
   /** Workers whose capacity it keeps at most (default 256; `WorkerCapacity`); a new worker's report finding the table full is dropped. */
@@ -88,6 +94,7 @@ export interface CoordinatorOptions {
 
 /** @since 0.1.0 @category constants */
 export const defaults = {
+  slotHoldMs: 30_000,
   ledgerRetentionMs: 24 * 60 * 60 * 1000,
   sweepIntervalMs: 60_000,
   sweepLimit: 256
@@ -123,6 +130,7 @@ export const make = (
     if (!Number.isSafeInteger(perGrant) || perGrant < 1) {
       return yield* new HarnessError.ConfigError({ option: "invocationsPerGrant", detail: `expected an integer ≥ 1, got ${perGrant}` })
     }
+    const slotHoldMs = yield* checkInteger("slotHoldMs", options.slotHoldMs ?? defaults.slotHoldMs, 1)
     const retentionMs = yield* checkInteger("ledgerRetentionMs", options.ledgerRetentionMs ?? defaults.ledgerRetentionMs, 0)
     const sweepIntervalMs = yield* checkInteger("sweepIntervalMs", options.sweepIntervalMs ?? defaults.sweepIntervalMs, 1)
     const sweepLimit = yield* checkInteger("sweepLimit", options.sweepLimit ?? defaults.sweepLimit, 1)
@@ -131,6 +139,7 @@ export const make = (
       namespace: options.namespace,
       profiles: new Map(options.profiles.map((profile) => [profile.name, profile])),
       perGrant,
+      slotHoldMs,
       ledger: LeaseLedger.make(yield* Ledger)
     }
     const runner = promiseRunner(yield* Effect.runtime<never>())

@@ -72,6 +72,12 @@ export const Lease = Schema.Struct({
   repairs: Schema.Number,
   /** Concurrency slots of the profile this lease holds. */
   slots: Schema.Number,
+  /**
+   * Until when (epoch milliseconds) the coordinator keeps the slots for this lease: a session that
+   * holds slots renews before then, and slots nobody renews go back to the profile (so a lease
+   * nobody uses cannot hold them for its lifetime). Absent when it holds none.
+   */
+  slotsUntil: Schema.optional(Schema.Number),
   runtimeEnvironments: Schema.Number
 })
 

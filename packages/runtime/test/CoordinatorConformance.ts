@@ -7,6 +7,7 @@
  */
 import { HarnessError, JitHarness } from "@jitbox/core"
 import { assert, describe, it } from "@effect/vitest"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -463,6 +464,41 @@ export const coordinatorConformance = (
         assert.strictEqual(a.leased.lease().slots, 0, "the idle session holds no slot")
         assert.strictEqual(most, 2)
         yield* a.close
+      })))
+
+    it.effect("the slots of a lease nobody renews go back to the profile after slotHoldMs: made-up sessions cannot hold them for the lease's life (TestClock)", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        yield* startCoordinator(namespace, { slotHoldMs: 30_000 })
+        const client = yield* CoordinatorClient.make({ namespace })
+        const made = yield* client.admit({ sessionId: Ids.sessionId("made-up"), profile: "standard", deploymentConsent: true })
+        assert.strictEqual(made.lease.slots, 2)
+        assert.strictEqual(made.lease.slotsUntil, made.lease.expiresAt - made.lease.lifetimeSeconds * 1000 + 30_000)
+        const real = yield* client.admit({ sessionId: Ids.sessionId("real"), profile: "standard", deploymentConsent: true })
+        assert.strictEqual(real.lease.slots, 0, "the made-up session holds them all")
+        assert.isUndefined(real.lease.slotsUntil)
+        yield* TestClock.adjust("31 seconds")
+        const renewed = yield* client.renew({ sessionId: Ids.sessionId("real"), leaseId: real.lease.id, more: false })
+        assert.strictEqual(renewed.slots, 2, "nobody renewed the made-up session's slots: they went back to the profile")
+      })))
+
+    it.effect("a session using its slots renews them before slotHoldMs and keeps them; another waits (TestClock)", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        yield* startCoordinator(namespace, { slotHoldMs: 9_000 })
+        const busy = yield* admission(namespace, "busy", { retryMs: 1_000 })
+        const releases = yield* Effect.promise(() => Promise.all([busy.leased.acquire(undefined), busy.leased.acquire(undefined)]))
+        const client = yield* CoordinatorClient.make({ namespace })
+        for (let second = 0; second < 30; second++) {
+          yield* TestClock.adjust("1 second")
+          yield* settle()
+        }
+        assert.strictEqual(busy.leased.lease().slots, 2)
+        assert.isAbove(busy.leased.lease().slotsUntil ?? 0, (yield* Clock.currentTimeMillis), "renewed before the hold ran out")
+        const other = yield* client.admit({ sessionId: Ids.sessionId("other"), profile: "standard", deploymentConsent: true })
+        assert.strictEqual(other.lease.slots, 0, "the busy session's slots were never free")
+        for (const release of releases) release()
+        yield* busy.close
       })))
 
     it.effect("a call taking a slot while its idle session gives slots back never runs on a slot the coordinator counts as free", () =>

@@ -32,6 +32,8 @@ export interface Grants {
   readonly profiles: ReadonlyMap<string, ExecutionProfile.ExecutionProfile>
   /** Invocations one grant adds to a lease. */
   readonly perGrant: number
+  /** How long slots stay taken without a renewal. */
+  readonly slotHoldMs: number
   readonly ledger: LeaseLedger
 }
 
@@ -69,6 +71,12 @@ const admittingProfileOf = (grants: Grants, name: string, principal: Ids.Princip
 const notOwner = (sessionId: string, owner: string, principal: string, what: string) =>
   new AdmissionError({ reason: "NotOwner", detail: `session '${sessionId}' was admitted by principal '${owner}'; principal '${principal}' may not ${what} it` })
 
+/** `lease` holding `slots`, kept for it until `until` (never past its expiry); none: no date. */
+const withSlots = (lease: Lease, slots: number, until: number): Lease => {
+  const { slotsUntil: _previous, ...rest } = lease
+  return slots > 0 ? { ...rest, slots, slotsUntil: Math.min(until, lease.expiresAt) } : { ...rest, slots }
+}
+
 /**
  * Admits a session as `principal`: the effective policy is the profile's ceiling narrowed by the
  * request. A session admitted again (another process, a restart) keeps what it spent; its old
@@ -103,8 +111,8 @@ export const admit = (grants: Grants, principal: Ids.Principal, request: AdmitRe
       slots: 0,
       runtimeEnvironments: consent ? policy.maximumRuntimeEnvironments : 0
     }
-    const slots = consent ? yield* grants.ledger.takeSlots(profile, granted, policy.maximumConcurrentInvocations, now) : 0
-    const lease: Lease = { ...granted, slots }
+    const slots = consent ? yield* grants.ledger.takeSlots(profile, granted, policy.maximumConcurrentInvocations, now, now + grants.slotHoldMs) : 0
+    const lease: Lease = withSlots(granted, slots, now + grants.slotHoldMs)
     const record: SessionRecord = { format: 2, principal, sessionId: request.sessionId, profile: profile.name, policy, consent, used, lease }
     yield* grants.ledger.putSession(record, found.revision)
     const admitted: Admitted = {
@@ -148,10 +156,10 @@ export const renew = (grants: Grants, principal: Ids.Principal, request: RenewRe
     const extended: Lease = { ...lease, expiresAt: now + record.policy.leaseLifetimeSeconds * 1000 }
     const most = record.policy.maximumConcurrentInvocations
     const wanted = request.slots === undefined || !Number.isSafeInteger(request.slots) ? most : Math.max(0, Math.min(most, request.slots))
-    const slots = record.consent ? yield* grants.ledger.takeSlots(profile, extended, wanted, now) : 0
+    const slots = record.consent ? yield* grants.ledger.takeSlots(profile, extended, wanted, now, now + grants.slotHoldMs) : 0
     const left = record.policy.maximumInvocations - record.used.invocations
     const invocations = request.more && record.consent ? Math.min(left, lease.invocations + grants.perGrant) : lease.invocations
-    const renewed: Lease = { ...extended, slots, invocations }
+    const renewed: Lease = { ...withSlots(extended, slots, now + grants.slotHoldMs), invocations }
     yield* grants.ledger.putSession({ ...record, lease: renewed }, revision)
     return renewed
   })

@@ -14,6 +14,8 @@ import type { SessionId } from "../Ids.js"
 
 export class LeaseHold {
   lease: Lease
+  /** When the coordinator last answered with the lease (its slots are kept from then until `slotsUntil`). */
+  leasedAt: number
   /** The coordinator no longer knows the lease: nothing more is spent, and there is nothing to release. */
   revoked = false
   /** The coordinator has no more invocations to add to this lease. */
@@ -46,6 +48,7 @@ export class LeaseHold {
     readonly wake: Queue.Queue<void>
   ) {
     this.lease = admitted.lease
+    this.leasedAt = now()
     this.policy = admitted.policy
     this.consent = admitted.deploymentConsent
     // A lease holding the whole invocation budget has nothing more to ask for; nor has one granted
@@ -80,6 +83,13 @@ export class LeaseHold {
   readonly wantsShrink = (): boolean =>
     this.slots.waiting() === 0 && this.lease.slots > this.slots.running() && this.now() - this.lastUsed >= this.retryMs
 
+  /**
+   * When the slots held must be renewed: two thirds of the way to `slotsUntil`, after which the
+   * coordinator gives them back to the profile; never while none are held.
+   */
+  readonly slotsDueAt = (): number =>
+    this.lease.slots === 0 || this.lease.slotsUntil === undefined ? Infinity : this.leasedAt + (this.lease.slotsUntil - this.leasedAt) * 2 / 3
+
   /** Whether to ask the coordinator now, whenever the renewal itself is due. */
-  readonly wantsRenewal = (): boolean => this.needsMore() || this.wantsSlots() || this.wantsShrink()
+  readonly wantsRenewal = (): boolean => this.needsMore() || this.wantsSlots() || this.wantsShrink() || this.now() >= this.slotsDueAt()
 }

@@ -132,7 +132,8 @@ export interface LeaseLedger {
   /** The live holders of a profile's slots at `now`. */
   readonly holders: (profile: string, now: number) => Effect.Effect<ReadonlyArray<ProfileRecord["holders"][string]>, LedgerError>
   /** Takes up to `wanted` free slots of the profile for `lease` (dropping expired holders and the lease's own old claim). */
-  readonly takeSlots: (profile: ExecutionProfile.ExecutionProfile, lease: Lease, wanted: number, now: number) => Effect.Effect<number, LedgerError>
+  /** Takes up to `wanted` free slots for `lease` until `until` (at most its expiry); answers how many. */
+  readonly takeSlots: (profile: ExecutionProfile.ExecutionProfile, lease: Lease, wanted: number, now: number, until: number) => Effect.Effect<number, LedgerError>
   readonly freeSlots: (profile: string, leaseId: string) => Effect.Effect<void, LedgerError>
 }
 
@@ -207,7 +208,7 @@ export const make = (ledger: LedgerShape): LeaseLedger => {
     sessionIds: (limit) => Effect.map(ledger.keys(sessionPrefix, limit), (keys) => keys.map((key) => key.slice(sessionPrefix.length))),
     holders: (profile, now) =>
       Effect.map(readProfile(profile), ({ record }) => Object.values(record?.holders ?? {}).filter((holder) => holder.expiresAt > now)),
-    takeSlots: (profile, lease, wanted, now) =>
+    takeSlots: (profile, lease, wanted, now, until) =>
       Effect.gen(function*() {
         const { record, revision } = yield* readProfile(profile.name)
         const holders: Record<string, ProfileRecord["holders"][string]> = {}
@@ -216,7 +217,7 @@ export const make = (ledger: LedgerShape): LeaseLedger => {
         }
         const held = Object.values(holders).reduce((sum, holder) => sum + holder.slots, 0)
         const slots = Math.max(0, Math.min(wanted, profile.policy.maximumConcurrentInvocations - held))
-        if (slots > 0) holders[lease.id] = { sessionId: lease.sessionId, slots, expiresAt: lease.expiresAt }
+        if (slots > 0) holders[lease.id] = { sessionId: lease.sessionId, slots, expiresAt: Math.min(until, lease.expiresAt) }
         yield* ledger.put(profileKey(profile.name), { format: 1, holders } satisfies ProfileRecord, revision)
         return slots
       }),

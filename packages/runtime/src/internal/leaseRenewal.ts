@@ -30,7 +30,10 @@ const renewOnce = (hold: LeaseHold, client: CoordinatorClient): Effect.Effect<bo
     const result = yield* Effect.either(client.renew({ sessionId: hold.sessionId, leaseId: hold.lease.id, more, slots: wanted })).pipe(
       Effect.onInterrupt(() => Effect.sync(() => hold.shrinkingTo = Infinity))
     )
-    if (result._tag === "Right") hold.lease = result.right
+    if (result._tag === "Right") {
+      hold.lease = result.right
+      hold.leasedAt = hold.now()
+    }
     hold.shrinkingTo = Infinity
     hold.slots.pump()
     if (result._tag === "Right") {
@@ -55,6 +58,8 @@ const nextLook = (hold: LeaseHold): number => {
   const { lease, slots } = hold
   let delay = Math.max(0, hold.renewAt() - t)
   if (slots.waiting() > 0 && lease.slots < hold.most) delay = Math.min(delay, Math.max(0, hold.growRefusedAt + hold.retryMs - t))
+  // slots held are renewed before the coordinator gives them back
+  delay = Math.min(delay, Math.max(0, hold.slotsDueAt() - t))
   // while it holds slots, it looks every retryMs whether they are still used
   if (lease.slots > 0) delay = Math.min(delay, Math.max(1, lease.slots > slots.running() ? hold.lastUsed + hold.retryMs - t : hold.retryMs))
   return delay
