@@ -16,7 +16,9 @@ import { KvLedger, NatsTransport } from "@jitbox/nats"
 import { Coordinator, ExecutionProfile, type Ledger, type TransportError } from "@jitbox/runtime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Connection from "./Connection.js"
+import * as OperatorOptions from "./OperatorOptions.js"
 import * as Serve from "./Serve.js"
 
 /** @since 0.1.0 @category options */
@@ -39,11 +41,27 @@ export const loadProfiles = (path: string): Effect.Effect<ReadonlyArray<Executio
         : new HarnessError.ConfigError({ option: "profilesFile", detail: `${path}: ${String(error)}` })
   })
 
+/** The coordinator's bounds, each with its `Coordinator` default when not given. @since 0.1.0 @category options */
+export const bounds = {
+  slotHold: OperatorOptions.duration(
+    "slot-hold",
+    `How long a lease keeps its concurrency slots without a renewal (default ${Coordinator.defaults.slotHoldMs / 1000}s): slots nobody renews go back to the profile`
+  ).pipe(Options.optional),
+  ledgerRetention: OperatorOptions.duration(
+    "ledger-retention",
+    "How long a session's ledger record outlives its ended lease (default 24h); a session admitted again within it keeps what it spent"
+  ).pipe(Options.optional),
+  maxWorkers: Options.integer("max-workers").pipe(
+    Options.withDescription("Workers the capacity table keeps at most (default 256); a report of a new worker id beyond it is dropped"),
+    Options.optional
+  )
+}
+
 /** What serving the coordinator can fail with. @since 0.1.0 @category errors */
 export type CoordinatorCommandError = HarnessError.ConfigError | TransportError.TransportError | Ledger.LedgerError
 
 /** @since 0.1.0 @category commands */
-export const command = Command.make("coordinator", { ...Connection.options, profiles }, (config): Effect.Effect<never, CoordinatorCommandError> =>
+export const command = Command.make("coordinator", { ...Connection.options, profiles, ...bounds }, (config): Effect.Effect<never, CoordinatorCommandError> =>
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace } = yield* Connection.prefixOf(config)
     const loaded = yield* loadProfiles(config.profiles)
@@ -52,7 +70,13 @@ export const command = Command.make("coordinator", { ...Connection.options, prof
         Layer.provide(Connection.serving(config, `jitbox-coordinator-${namespace}`))
       )
     )
-    yield* Coordinator.make({ namespace, profiles: loaded }).pipe(Effect.provide(context))
+    yield* Coordinator.make({
+      namespace,
+      profiles: loaded,
+      slotHoldMs: Option.getOrUndefined(config.slotHold),
+      ledgerRetentionMs: Option.getOrUndefined(config.ledgerRetention),
+      maxWorkers: Option.getOrUndefined(config.maxWorkers)
+    }).pipe(Effect.provide(context))
     return `coordinator ${namespace}`
   }))).pipe(
   Command.withDescription("Serve the root coordinator of a namespace: admits sessions under the host's execution profiles, its ledger in NATS KV.")

@@ -92,7 +92,7 @@ describe("the jitbox process", () => {
 
 describe("jitbox --help (in this process)", () => {
   it.each([
-    ["coordinator", [...common, "--profiles"]],
+    ["coordinator", [...common, "--profiles", "--slot-hold", "--ledger-retention", "--max-workers"]],
     ["worker", [...common, "--pool", "--languages", "--concurrency", "--grace-ms", "--id", "--log-invocations"]],
     ["sessions", [...common, "--store", "--pool", "--idle-timeout", "--max-sessions"]]
   ])("jitbox %s --help names its options", async (subcommand, options) => {
@@ -159,6 +159,12 @@ describe("jitbox's arguments (in this process)", () => {
 
   it("a worker id that is not a subject-safe token", async () => {
     expect(await failure(["worker", "--id", "a.b"])).toMatchObject({ _tag: "ConfigError", option: "--id" })
+  })
+
+  it("a bad slot hold for the coordinator", async () => {
+    expect(validationText(await failure(["coordinator", "--profiles", "p.json", "--slot-hold", "soon"]))).toContain(
+      "--slot-hold: expected a duration such as 500ms, 30s, 5m or 1h, got 'soon'"
+    )
   })
 
   it("a bad idle timeout for sessions", async () => {
