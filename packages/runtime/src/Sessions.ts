@@ -297,6 +297,21 @@ const localSession = (locals: Map<Ids.SessionId, LocalSession>, host: Host) => (
 /** This host's default name in `SessionOwnership` claims. */
 const defaultOwnerId = (): string => `${os.hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
 
+/** The host's idle timeouts and its most active sessions; a bad `maxActiveSessions` is a `ConfigError`. */
+const bounds = (options: SessionsOptions): Effect.Effect<{ readonly maxActive: number; readonly timeouts: Passivation.Timeouts }, HarnessError.ConfigError> => {
+  const maxActive = options.maxActiveSessions ?? defaults.maxActiveSessions
+  if (!Number.isSafeInteger(maxActive) || maxActive < 1) {
+    return Effect.fail(new HarnessError.ConfigError({ option: "maxActiveSessions", detail: `expected an integer ≥ 1, got ${maxActive}` }))
+  }
+  return Effect.succeed({
+    maxActive,
+    timeouts: {
+      idleMs: Duration.toMillis(Duration.decode(options.idleTimeout ?? defaults.idleTimeout)),
+      admissionMs: Duration.toMillis(Duration.decode(options.admissionWindow ?? defaults.admissionWindow))
+    }
+  })
+}
+
 /**
  * A host of sessions, serving until the scope closes; closing it closes every session it holds
  * (without storing them again: every change was stored when it was made).
@@ -313,14 +328,7 @@ export const make = (
     const transport = yield* Transport.Transport
     const context = yield* Effect.context<Transport.Transport | SnapshotStore.SnapshotStore>()
     const run = promiseRunner(yield* Effect.runtime<never>())
-    const timeouts: Passivation.Timeouts = {
-      idleMs: Duration.toMillis(Duration.decode(options.idleTimeout ?? defaults.idleTimeout)),
-      admissionMs: Duration.toMillis(Duration.decode(options.admissionWindow ?? defaults.admissionWindow))
-    }
-    const maxActive = options.maxActiveSessions ?? defaults.maxActiveSessions
-    if (!Number.isSafeInteger(maxActive) || maxActive < 1) {
-      return yield* new HarnessError.ConfigError({ option: "maxActiveSessions", detail: `expected an integer ≥ 1, got ${maxActive}` })
-    }
+    const { maxActive, timeouts } = yield* bounds(options)
     const clock = yield* Effect.clock
     /** The admissions of the active sessions, by session id (each removed when its session's scope closes). */
     const admissions = new Map<Ids.SessionId, LeasedAdmission.LeasedAdmission>()
@@ -353,11 +361,7 @@ export const make = (
       maxActive,
       now: () => clock.unsafeCurrentTimeMillis(),
       full: () =>
-        new TransportError({
-          reason: "Busy",
-          subject: Subject.sessionsActivate(options.prefix),
-          detail: `${maxActive} sessions are active on this host (maxActiveSessions) and none is idle`
-        })
+        new TransportError({ reason: "Busy", subject: Subject.sessionsActivate(options.prefix), detail: `${maxActive} sessions are active on this host (maxActiveSessions) and none is idle` })
     })
 
     /**

@@ -75,6 +75,27 @@ export interface SessionSlots {
   readonly close: () => void
 }
 
+/** The idle active sessions, least recently used first. */
+const evictable = (slots: ReadonlyMap<Ids.SessionId, Slot>, now: number): Array<Ids.SessionId> =>
+  [...slots].flatMap(([sessionId, slot]) =>
+    slot.state === "active" && !slot.actor.pinned() && slot.actor.inflight() === 0 ? [[sessionId, slot.actor.idleFor(now)] as const] : []
+  ).sort(([, a], [, b]) => b - a).map(([sessionId]) => sessionId)
+
+/**
+ * Passivates the least recently used idle session, or waits for a session closing already;
+ * rejects with `full()` when neither is there (every session is busy, pinned or activating).
+ */
+const makeRoom = async (slots: ReadonlyMap<Ids.SessionId, Slot>, options: SlotsOptions, release: SessionSlots["release"]): Promise<void> => {
+  for (const sessionId of evictable(slots, options.now())) {
+    const released = await options.run(release(sessionId, (actor) => !actor.pinned() && actor.inflight() === 0)).catch(() => false)
+    if (released) return
+  }
+  for (const slot of slots.values()) {
+    if (slot.state === "closing") return slot.closed
+  }
+  throw options.full()
+}
+
 export const make = (options: SlotsOptions): SessionSlots => {
   const slots = new Map<Ids.SessionId, Slot>()
   let closed = false
@@ -85,36 +106,13 @@ export const make = (options: SlotsOptions): SessionSlots => {
     return slot?.state === "active" ? slot.actor : undefined
   }
 
-  /** The idle active sessions, least recently used first. */
-  const evictable = (): Array<readonly [Ids.SessionId, SessionActor.SessionActor]> => {
-    const now = options.now()
-    return [...slots].flatMap(([sessionId, slot]) =>
-      slot.state === "active" && !slot.actor.pinned() && slot.actor.inflight() === 0 ? [[sessionId, slot.actor] as const] : []
-    ).sort(([, a], [, b]) => b.idleFor(now) - a.idleFor(now))
-  }
-
-  /**
-   * Passivates the least recently used idle session, or waits for a session closing already;
-   * rejects with `full()` when neither is there (every session is busy, pinned or activating).
-   */
-  const makeRoom = async (): Promise<void> => {
-    for (const [sessionId] of evictable()) {
-      const released = await options.run(release(sessionId, (actor) => !actor.pinned() && actor.inflight() === 0)).catch(() => false)
-      if (released) return
-    }
-    for (const slot of slots.values()) {
-      if (slot.state === "closing") return slot.closed
-    }
-    throw options.full()
-  }
-
   const acquire = (sessionId: Ids.SessionId): Promise<SessionActor.SessionActor> => {
     if (closed) return Promise.reject(new HarnessError.HarnessReleased({ sessionId, operation: "activating the session" }))
     const slot = slots.get(sessionId)
     if (slot?.state === "active") return Promise.resolve(slot.actor)
     if (slot?.state === "activating") return slot.pending
     if (slot?.state === "closing") return slot.closed.then(() => acquire(sessionId))
-    if (slots.size >= options.maxActive) return makeRoom().then(() => acquire(sessionId))
+    if (slots.size >= options.maxActive) return makeRoom(slots, options, release).then(() => acquire(sessionId))
     const started = options.start(sessionId)
     const pending = started.then(({ actor }) => actor)
     const activating: Slot = { state: "activating", pending }
