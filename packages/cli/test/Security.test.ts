@@ -261,6 +261,19 @@ describe("a namespace run with the authorization of `jitbox auth config`", () =>
     await nc.close()
   }, 60_000)
 
+  it("worker, session host, application: writing a lease into the coordinator's ledger bucket is refused by the server", async () => {
+    const forged = encode({ format: 2, principal: "sessions", sessionId: "victim", lease: { id: "lease_forged" } })
+    for (const user of ["worker-default", "sessions", "app"]) {
+      const { nc, refusals } = await attacker(user)
+      nc.publish(`$KV.jitbox-ledger-${namespace}.session.victim`, forged)
+      await nc.flush()
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect(refusals.some((refusal) => refusal.includes(`Publish to "$KV.jitbox-ledger-${namespace}.session.victim"`)), `${user}: ${refusals.join("; ")}`).toBe(true)
+      await nc.close()
+    }
+    await victimWorks()
+  }, 60_000)
+
   it("anyone: a connection without a user, or with a wrong password, is refused", async () => {
     await expect(connect({ servers: server!.url })).rejects.toThrow(/Authorization Violation/i)
     await expect(connect({ servers: server!.url, user: "worker-default", pass: "guess" })).rejects.toThrow(/Authorization Violation/i)
