@@ -46,7 +46,8 @@ const configCommand = Command.make("config", options, (config) =>
     }
     const text = yield* Effect.try({
       try: () => config.json ? JSON.stringify(Authorization.principals(request), null, 2) : Authorization.config(request),
-      catch: (error) => new HarnessError.ConfigError({ option: "namespace", detail: error instanceof Error ? error.message : String(error) })
+      catch: (error) =>
+        error instanceof HarnessError.ConfigError ? error : new HarnessError.ConfigError({ option: "--namespace", detail: String(error) })
     })
     yield* Console.log(text.trimEnd())
   })).pipe(Command.withDescription("Print the nats-server authorization of a namespace: one user per principal, each allowed only what its role uses"))

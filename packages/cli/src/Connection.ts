@@ -142,9 +142,12 @@ const waysGiven = (config: SecurityConfig, inUrl: boolean): ReadonlyArray<string
   ...(inUrl ? ["credentials in --server"] : [])
 ]
 
+/** Each URL of a comma-separated `--server`, with the credentials it carries apart. */
+const serverUrls = (server: string) => server.split(",").map((url) => url.trim()).filter((url) => url !== "").map(NatsConnection.serverUrl)
+
 /** The server URLs without credentials, and the credentials they carry (all the same, or a `ConfigError`). */
 const serversOf = (server: string) => {
-  const urls = server.split(",").map((url) => url.trim()).filter((url) => url !== "").map(NatsConnection.serverUrl)
+  const urls = serverUrls(server)
   const carrying = urls.filter((url) => url.user !== undefined || url.token !== undefined)
   const first = carrying[0]
   if (carrying.some((url) => url.user !== first?.user || url.password !== first?.password || url.token !== first?.token)) {
@@ -303,7 +306,7 @@ export const principalOf = (config: SecurityConfig & { readonly server?: string 
   const urlUser = (): string | undefined => {
     if (server === undefined) return undefined
     try {
-      return server.split(",").map((url) => url.trim()).filter((url) => url !== "").map(NatsConnection.serverUrl).find((url) => url.user !== undefined)?.user
+      return serverUrls(server).find((url) => url.user !== undefined)?.user
     } catch {
       return undefined
     }

@@ -161,6 +161,10 @@ describe("jitbox's arguments (in this process)", () => {
     expect(await failure(["worker", "--id", "a.b"])).toMatchObject({ _tag: "ConfigError", option: "--id" })
   })
 
+  it("auth config: a pool that is not a subject token is a ConfigError naming --pool", async () => {
+    expect(await failure(["auth", "config", "--pool", "a.b"])).toMatchObject({ _tag: "ConfigError", option: "--pool" })
+  })
+
   it("a bad slot hold for the coordinator", async () => {
     expect(validationText(await failure(["coordinator", "--profiles", "p.json", "--slot-hold", "soon"]))).toContain(
       "--slot-hold: expected a duration such as 500ms, 30s, 5m or 1h, got 'soon'"

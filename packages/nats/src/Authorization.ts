@@ -29,6 +29,7 @@
  *
  * @since 0.1.0
  */
+import { HarnessError } from "@jitbox/core"
 import * as KvLedger from "./KvLedger.js"
 import * as KvSessionOwnership from "./KvSessionOwnership.js"
 import * as KvSnapshotStore from "./KvSnapshotStore.js"
@@ -114,16 +115,17 @@ const principal = (
   }
 }
 
+/** `name` when it is a subject token; else a `ConfigError` naming the flag it came from (`--pool`). */
 const checkName = (what: string, name: string): string => {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) {
-    throw new Error(`${what} ${JSON.stringify(name)}: letters, digits, "_" and "-" only (at most 64)`)
+    throw new HarnessError.ConfigError({ option: `--${what.replace(" ", "-")}`, detail: `${what} ${JSON.stringify(name)}: letters, digits, "_" and "-" only (at most 64)` })
   }
   return name
 }
 
 /**
- * The principals of a namespace, with what each may publish and subscribe. Throws for a name
- * that is not a subject token.
+ * The principals of a namespace, with what each may publish and subscribe. Throws `ConfigError`
+ * (naming the flag) for a name that is not a subject token.
  *
  * @since 0.1.0
  * @category constructors
