@@ -261,6 +261,34 @@ describe("a namespace run with the authorization of `jitbox auth config`", () =>
     await nc.close()
   }, 60_000)
 
+  it("a session host's word: releasing a lease claiming nothing spent is charged what the workers ran, neither refilled nor charged whole", async () => {
+    const spender = victim!.session("spender")
+    await spender.createTool({ entrypoint: "counter", language: "javascript", source: counterJs })
+    for (let i = 0; i < 3; i++) await spender.callTool("counter", {})
+    const operator = await attacker("operator")
+    const spentOf = async () => {
+      const reply = decode((await operator.nc.request(`${p}.coordinator.operator.leases`, encode({ v: 2, kind: "leases" }), { timeout: 10_000 })).data)
+      const sessions = (reply.value as { sessions: Array<{ sessionId: string; spent: { invocations: number; tools: number } }> }).sessions
+      return sessions.find((entry) => entry.sessionId === "spender")?.spent
+    }
+    // the worker tells the coordinator what it ran every second
+    for (let i = 0; i < 100 && (await spentOf())?.invocations !== 3; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(await spentOf()).toEqual({ invocations: 3, tools: 1, repairs: 0 })
+    // the host's own credential, stolen: admit the session again, then release claiming nothing
+    const { nc } = await attacker("sessions")
+    const ask = async (op: string, payload: Record<string, unknown>) =>
+      decode((await nc.request(`${p}.coordinator.sessions.${op}`, encode({ v: 2, kind: op, ...payload }), { timeout: 10_000 })).data)
+    const admitted = await ask("admit", { session_id: "spender", profile: "standard", policy: { allowedLanguages: ["JavaScript"] }, deployment_consent: true })
+    expect(admitted.kind, JSON.stringify(admitted)).toBe("ok")
+    const lease = (admitted.value as { lease: { id: string } }).lease
+    const released = await ask("release", { session_id: "spender", lease_id: lease.id, spent: { invocations: 0, tools: 0, repairs: 0 } })
+    expect(released.kind, JSON.stringify(released)).toBe("ok")
+    expect(await spentOf()).toEqual({ invocations: 3, tools: 1, repairs: 0 })
+    await victimWorks()
+    await nc.close()
+    await operator.nc.close()
+  }, 60_000)
+
   it("worker, session host, application: writing a lease into the coordinator's ledger bucket is refused by the server", async () => {
     const forged = encode({ format: 2, principal: "sessions", sessionId: "victim", lease: { id: "lease_forged" } })
     for (const user of ["worker-default", "sessions", "app"]) {

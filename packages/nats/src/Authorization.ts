@@ -11,7 +11,7 @@
  * | `operator` | `jitbox status` | ask the coordinator `leases`, `workers` and `policy` (as `operator`), service discovery, read the claims bucket |
  * | a session host | `jitbox sessions` | serve sessions (`session.*.*`, `sessions.activate` in queue `sessions`), send invocations and cancels to workers, admit, renew and release with the coordinator (as itself), publish events and profile records, keep the snapshot and claim buckets |
  * | an application | `jitbox mcp --session`, `RemoteSession`, `connect` | call and manage sessions (`session.*.call`, `session.*.manage`, `sessions.activate`), read events |
- * | a worker pool | `jitbox worker --pool <pool>` | take its pool's invocations in the pool's queue groups only (no plain copy), fetch packages, call back, send heartbeats and capacity, verify leases (as `worker-<pool>`) |
+ * | a worker pool | `jitbox worker --pool <pool>` | take its pool's invocations in the pool's queue groups only (no plain copy), fetch packages, call back, send heartbeats and capacity, verify leases and report what ran under them (as `worker-<pool>`) |
  * | a pinned worker | `jitbox worker --node <id>` | as a pool's worker, on `node.<id>.*.invoke` |
  * | an observer | `jitbox events tail` | read events and profile records, ask service discovery |
  *
@@ -139,7 +139,7 @@ export const principals = (options: AuthorizationOptions): ReadonlyArray<Princip
   // each principal asks the coordinator on subjects carrying its own user name, and on no other's
   const coordinator = (user: string, ops: ReadonlyArray<string>) => ops.map((op) => `${p}.coordinator.${user}.${op}`)
   const workerRights = (user: string, invokes: ReadonlyArray<string>) => ({
-    publish: [`${p}.session.*.package`, `${p}.session.*.nested`, `${p}.session.*.heartbeat`, `${p}.workers.capacity`, ...coordinator(user, ["verify"])],
+    publish: [`${p}.session.*.package`, `${p}.session.*.nested`, `${p}.session.*.heartbeat`, `${p}.workers.capacity`, ...coordinator(user, ["verify", "ran"])],
     subscribe: [...invokes, `${p}.workers.cancel`, ...discovery("jitbox-worker")],
     allowResponses: true
   })

@@ -35,8 +35,8 @@ describe("Authorization.principals", () => {
   it("each principal may ask the coordinator only on its own subjects; the coordinator serves every principal's", () => {
     const coordinatorSubjects = (user: string) => byUser.get(user)!.publish.filter((subject) => subject.includes(".coordinator."))
     expect(coordinatorSubjects("sessions")).toEqual(["admit", "renew", "release", "policy"].map((op) => `jitbox.ns1.coordinator.sessions.${op}`))
-    expect(coordinatorSubjects("worker-gpu")).toEqual(["jitbox.ns1.coordinator.worker-gpu.verify"])
-    expect(coordinatorSubjects("node-node-a")).toEqual(["jitbox.ns1.coordinator.node-node-a.verify"])
+    expect(coordinatorSubjects("worker-gpu")).toEqual(["verify", "ran"].map((op) => `jitbox.ns1.coordinator.worker-gpu.${op}`))
+    expect(coordinatorSubjects("node-node-a")).toEqual(["verify", "ran"].map((op) => `jitbox.ns1.coordinator.node-node-a.${op}`))
     expect(coordinatorSubjects("operator")).toEqual(["leases", "workers", "policy"].map((op) => `jitbox.ns1.coordinator.operator.${op}`))
     for (const user of ["web", "batch", "observer", "coordinator"]) expect(coordinatorSubjects(user), user).toEqual([])
     expect(byUser.get("coordinator")!.subscribe).toContain("jitbox.ns1.coordinator.*.* coordinator")

@@ -27,10 +27,17 @@
  *   the slots its live leases hold, and each session (at most `limit`) with its live lease, what its
  *   ended leases spent and what its budget has left.
  *
- * Every grant is written to the `Ledger` (compare-and-set) before it is answered. A lease that ran
- * out (or that a new admission of the same session replaces) counts as fully spent: a budget is
- * never handed out twice, whatever a crashed session had spent. A profile's concurrency slots are
- * held per lease, so the sessions of one profile together never hold more than it allows.
+ * - `ran`: a worker's count of the invocations it ran under each lease (every second while it
+ *   runs any). NATS lets only workers publish it (`jitbox auth config`).
+ *
+ * Every grant is written to the `Ledger` (compare-and-set) before it is answered. What a lease
+ * spent is counted from the records, not from the host's word: invocations are the most of what
+ * the workers counted (`ran`) and what the host reported (renewals, release); tool versions and
+ * repairs, which run nothing until called, are what the host reported (it renews each time it
+ * creates a version). A lease that ran out, or was lost with its host, is charged that and no
+ * more; the owner admitting its session again while the lease lives resumes it (a restart, or
+ * another host after a crash) and is told what it spent. A profile's concurrency slots are held
+ * per lease, so the sessions of one profile together never hold more than it allows.
  *
  * The ledger is compacted: a session's record whose lease ended is kept `ledgerRetentionMs`
  * (default 24 h) after the lease ended, so a session admitted again within that time keeps what it
@@ -167,6 +174,7 @@ export const make = (
       release: (request, served) => run(LeaseGrants.release(grants, asker(served), request)),
       policy: (request) => run(LeaseGrants.policy(grants, request)),
       verify: (request) => run(LeaseGrants.verify(grants, request)),
+      ran: (request) => run(LeaseGrants.ran(grants, request)),
       workers: ({ pool }) => workers.live(pool),
       leases: (request) => run(LeaseGrants.leases(grants, request))
     }

@@ -11,6 +11,8 @@
  * - `release`: ends a lease; what the session reports unspent returns to its budget.
  * - `policy`: a profile's ceiling.
  * - `verify`: the facts of a live lease from the coordinator's own records (for workers).
+ * - `ran`: the invocations a worker ran under each lease (for workers): what a lease spent is
+ *   counted from these, never from the session host's word alone.
  * - `workers`: the workers whose capacity reports are live, of one pool or all.
  * - `leases`: the profiles and the sessions' leases and budgets, read only (`jitbox status`).
  *
@@ -165,9 +167,9 @@ export const ProfileView = Schema.Struct({
 export type ProfileView = typeof ProfileView.Type
 
 /**
- * One session as `leases` answers it. `spent`: what its ended leases spent (a lease that expired
- * counts whole); `left`: its budget not yet charged (the policy's maximum less `spent`), out of
- * which its live `lease`, if any, was granted. `principal`: who admitted it (its owner).
+ * One session as `leases` answers it. `spent`: what its ended leases spent and what its live lease
+ * has spent so far (the most its host reported and its workers counted); `left`: the policy's
+ * maximum less `spent`. `principal`: who admitted it (its owner).
  *
  * @since 0.1.0
  * @category schemas
@@ -218,7 +220,13 @@ export const Admitted = Schema.Struct({
   lease: Lease,
   policy: JitPolicy.JitPolicy,
   deploymentConsent: Schema.Boolean,
-  location: Schema.optional(Schema.String)
+  location: Schema.optional(Schema.String),
+  /**
+   * What the lease already spent, when the admission resumed the session's live lease (its owner
+   * admitted it again: a restart, or another host after a crash): the most the host last reported
+   * and the workers counted. The session spends on from there.
+   */
+  spent: Schema.optional(Counts)
 })
 
 /** @since 0.1.0 @category models */
@@ -252,12 +260,13 @@ const LeaseRef = {
 
 /**
  * A renewal: `more` asks for more invocations; `slots`, the concurrency slots the session wants to
- * hold (default: all its policy allows; fewer gives slots back).
+ * hold (default: all its policy allows; fewer gives slots back); `spent`, what the lease has spent
+ * so far (a session reports it with each renewal, and renews when it creates a tool version).
  *
  * @since 0.1.0
  * @category schemas
  */
-export const RenewRequest = Schema.Struct({ ...LeaseRef, more: Schema.Boolean, slots: Schema.optional(Schema.Number) })
+export const RenewRequest = Schema.Struct({ ...LeaseRef, more: Schema.Boolean, slots: Schema.optional(Schema.Number), spent: Schema.optional(Counts) })
 
 /** @since 0.1.0 @category models */
 export type RenewRequest = typeof RenewRequest.Type
@@ -270,6 +279,22 @@ export type ReleaseRequest = typeof ReleaseRequest.Type
 
 /** @since 0.1.0 @category schemas */
 export const VerifyRequest = Schema.Struct(LeaseRef)
+
+/** How many leases one `ran` report names, at most. @since 0.1.0 @category constants */
+export const ranLimit = 256
+
+/**
+ * A worker's count of the invocations it ran under each lease since its last report.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const RanRequest = Schema.Struct({
+  leases: Schema.Array(Schema.Struct({ ...LeaseRef, invocations: Schema.Int.pipe(Schema.between(1, 1_000_000)) })).pipe(Schema.maxItems(ranLimit))
+})
+
+/** @since 0.1.0 @category models */
+export type RanRequest = typeof RanRequest.Type
 
 /** @since 0.1.0 @category models */
 export type VerifyRequest = typeof VerifyRequest.Type
@@ -288,6 +313,7 @@ export const operations = Protocol.table({
   release: { payload: ReleaseRequest.fields, success: Schema.Null, method: "release", args: (request: ReleaseRequest) => request, ...errors },
   policy: { payload: { profile: Schema.String }, success: JitPolicy.JitPolicy, method: "policy", args: (profile: string) => ({ profile }), ...errors },
   verify: { payload: VerifyRequest.fields, success: LeaseFacts, method: "verify", args: (request: VerifyRequest) => request, ...errors },
+  ran: { payload: RanRequest.fields, success: Schema.Null, method: "ran", args: (request: RanRequest) => request, ...errors },
   /** The workers whose reports are live, of one pool or all, by worker id. */
   workers: {
     payload: { pool: Schema.optional(Schema.String) },

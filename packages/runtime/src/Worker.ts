@@ -29,6 +29,8 @@
  *   pins another worker (`sandboxNodeId`) is refused with `PolicyViolation` `NotAdmitted`, and
  *   nothing runs; so is a request naming another language than the subject it came on (a worker
  *   runs only the languages it serves). What the message says about itself is never trusted.
+ *   Every second it tells the coordinator how many invocations it ran under each lease
+ *   (`coordinator.<principal>.ran`): a lease is charged what its workers counted.
  * - **Credentials**: a lease whose profile names a `credentialName` runs only on a worker given
  *   that credential in `credentials` (else `NotAdmitted` naming it); the children of that session's
  *   activations get it as an environment variable of that name, and nothing else does. The value
@@ -117,6 +119,8 @@ export interface WorkerOptions {
   readonly principal?: string | undefined
   /** How long asking the coordinator about a lease may take (default 10 000 ms). */
   readonly verifyTimeoutMs?: number | undefined
+  /** How often it tells the coordinator the invocations it ran under each lease (default 1 000 ms), which is what a lease is charged. */
+  readonly ranReportMs?: number | undefined
   /** Told of every invocation once it has finished (for logs); what it throws is ignored. */
   readonly onInvocation?: ((invocation: Invocation) => void) | undefined
 }
@@ -189,6 +193,7 @@ const handler = (parts: Parts, language: CodeLanguage, slots: Slots.Slots | unde
   const work = () =>
     parts.leases.admit(message, pinned).then((environment) => {
       const entry = parts.activations.get(message, environment)
+      if (message.kind === "invoke") parts.leases.ran(message)
       return message.kind === "activate"
         ? entry.ready.then((metadata) => Protocol.reply(WorkerProtocol.worker.activate, metadata, `the metadata of '${message.toolName}'`, subject))
         : parts.invocations.run({ request: message, entry, activations: parts.activations, drained: request.signal, subject, headers: request.headers })
@@ -253,7 +258,8 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       pool,
       nodeId,
       credentials: Object.assign(Object.create(null), options.credentials),
-      verifyTimeoutMs: options.verifyTimeoutMs
+      verifyTimeoutMs: options.verifyTimeoutMs,
+      ranReportMs: options.ranReportMs
     })
     const invocations = yield* Invocations.make({
       prefix,

@@ -113,17 +113,16 @@ export const coordinatorConformance = (
           client.admit({ sessionId: Ids.sessionId(name), profile: "standard", policy, deploymentConsent })
         // Counted through the coordinator's `leases`, which takes turns with the sweep's steps.
         const sessionKeys = Effect.map(client.leases(), (view) => view.sessions.map((session) => `session.${session.sessionId}`).sort())
-        // Made-up sessions, never renewed: half with consent (an expired lease counts whole), half without (granted nothing).
+        // Made-up sessions, never renewed: half with consent (an expired lease is charged what it spent: nothing here), half without (granted nothing).
         for (let i = 0; i < 30; i++) yield* admit(`fake${i}`, i % 2 === 0)
-        // Released having spent nothing: nothing to remember, deleted at once.
+        // Released having spent nothing: kept only while a worker's late count could still arrive.
         const idle = yield* admit("idle")
         yield* client.release({ sessionId: Ids.sessionId("idle"), leaseId: idle.lease.id, spent: { invocations: 0, tools: 0, repairs: 0 } })
         // Released having spent some: kept for the retention, so an admission within it keeps what was spent.
         const spent = yield* admit("spent")
         yield* client.release({ sessionId: Ids.sessionId("spent"), leaseId: spent.lease.id, spent: { invocations: 2, tools: 0, repairs: 0 } })
         let live = (yield* admit("live")).lease
-        assert.strictEqual((yield* sessionKeys).length, 32)
-        assert.notInclude(yield* sessionKeys, "session.idle")
+        assert.strictEqual((yield* sessionKeys).length, 33)
         // Within the retention the spent budget is remembered.
         yield* TestClock.adjust("10 seconds")
         live = yield* client.renew({ sessionId: Ids.sessionId("live"), leaseId: live.id, more: false })
@@ -330,15 +329,19 @@ export const coordinatorConformance = (
         assert.strictEqual((written!.value as { format: number; principal: string }).principal, "default")
       })))
 
-    it.effect("a session spends its lease locally: no coordinator request per call", () =>
+    it.effect("a session spends its lease locally: no coordinator request per call; a version created is reported once", () =>
       run(Effect.gen(function*() {
         const namespace = freshNamespace()
         const { coordinator } = yield* startCoordinator(namespace)
+        const client = yield* CoordinatorClient.make({ namespace })
         const { leased } = yield* admission(namespace, "s1", { policy: { maximumInvocations: 50 } })
-        const before = coordinator.requests()
-        assert.strictEqual(before, 1)
+        assert.strictEqual(coordinator.requests(), 1)
         leased.checkVersion(code)
         leased.commitVersion(false)
+        yield* until(() => coordinator.requests() === 2, "the version's report")
+        yield* settle(20)
+        assert.deepStrictEqual((yield* client.leases()).sessions[0]!.spent, { invocations: 0, tools: 1, repairs: 0 })
+        const before = coordinator.requests()
         for (let i = 0; i < 30; i++) {
           assert.isTrue(leased.trySpendInvocation())
           const release = yield* Effect.promise(() => leased.acquire(undefined))
@@ -413,22 +416,78 @@ export const coordinatorConformance = (
         yield* second.stop
       })))
 
-    it.effect("a restart neither loses nor doubles a budget: reported spending returns the rest, a lost lease counts whole", () =>
+    it.effect("a restart neither loses nor doubles a budget: the owner resumes its live lease; a lost lease is charged what its workers counted", () =>
       run(Effect.gen(function*() {
         const namespace = freshNamespace()
         const first = yield* startCoordinator(namespace)
-        const one = yield* admission(namespace, "s1", { policy: { maximumInvocations: 10 } })
+        const policy = { maximumInvocations: 10, leaseLifetimeSeconds: 30 }
+        const one = yield* admission(namespace, "s1", { policy })
         assert.strictEqual(one.leased.lease().invocations, 10)
         for (let i = 0; i < 4; i++) assert.isTrue(one.leased.trySpendInvocation())
         yield* one.close // releases, reporting 4 spent
         yield* first.stop
         yield* startCoordinator(namespace)
         const client = yield* CoordinatorClient.make({ namespace })
-        const second = yield* client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", policy: { maximumInvocations: 10 }, deploymentConsent: true })
+        const sessionId = Ids.sessionId("s1")
+        const second = yield* client.admit({ sessionId, profile: "standard", policy, deploymentConsent: true })
         assert.strictEqual(second.lease.invocations, 6)
-        // The process holding the second lease dies without a release: its 6 are spent for good.
-        const third = yield* client.admit({ sessionId: Ids.sessionId("s1"), profile: "standard", policy: { maximumInvocations: 10 }, deploymentConsent: true })
-        assert.strictEqual(third.lease.invocations, 0)
+        assert.isUndefined(second.spent)
+        // Its host reports 1 spent at a renewal; a worker counts 2; then the host dies. The owner
+        // admitting the session again (another host) resumes the same lease, told what it spent.
+        yield* client.renew({ sessionId, leaseId: second.lease.id, more: false, spent: { invocations: 1, tools: 1, repairs: 0 } })
+        yield* client.ran({ leases: [{ sessionId, leaseId: second.lease.id, invocations: 2 }] })
+        const resumed = yield* client.admit({ sessionId, profile: "standard", policy, deploymentConsent: true })
+        assert.strictEqual(resumed.lease.id, second.lease.id)
+        assert.strictEqual(resumed.lease.invocations, 6)
+        assert.deepStrictEqual(resumed.spent, { invocations: 2, tools: 1, repairs: 0 })
+        const live = (yield* client.leases()).sessions[0]!
+        assert.deepStrictEqual(live.spent, { invocations: 6, tools: 1, repairs: 0 })
+        assert.deepStrictEqual(live.left.invocations, 4)
+        // Nobody renews or releases it and it runs out: charged what was counted (the workers' 2
+        // invocations, the host's 1 tool), not its whole grant.
+        yield* TestClock.adjust("31 seconds")
+        const third = yield* client.admit({ sessionId, profile: "standard", policy, deploymentConsent: true })
+        assert.notStrictEqual(third.lease.id, second.lease.id)
+        assert.strictEqual(third.lease.invocations, 4)
+        assert.strictEqual(third.lease.tools, 7)
+        // A LeasedAdmission of the owner resumes the live lease and spends on from what it spent.
+        yield* client.ran({ leases: [{ sessionId, leaseId: third.lease.id, invocations: 1 }] })
+        const host = yield* admission(namespace, "s1", { policy })
+        assert.strictEqual(host.leased.lease().id, third.lease.id)
+        for (let i = 0; i < 3; i++) assert.isTrue(host.leased.trySpendInvocation())
+        assert.isFalse(host.leased.trySpendInvocation())
+        yield* host.close
+        assert.strictEqual((yield* client.leases()).sessions[0]!.left.invocations, 0)
+      })))
+
+    it.effect("what a lease is charged comes from the workers' counts: a release claiming less is charged what ran, and a late count still counts", () =>
+      run(Effect.gen(function*() {
+        const namespace = freshNamespace()
+        yield* startCoordinator(namespace)
+        const client = yield* CoordinatorClient.make({ namespace })
+        const worker = yield* CoordinatorClient.make({ namespace, principal: "worker-default" })
+        const sessionId = Ids.sessionId("s1")
+        const policy = { maximumInvocations: 20 }
+        const first = yield* client.admit({ sessionId, profile: "standard", policy, deploymentConsent: true })
+        yield* worker.ran({ leases: [{ sessionId, leaseId: first.lease.id, invocations: 5 }] })
+        yield* client.release({ sessionId, leaseId: first.lease.id, spent: { invocations: 0, tools: 0, repairs: 0 } })
+        const second = yield* client.admit({ sessionId, profile: "standard", policy, deploymentConsent: true })
+        assert.strictEqual(second.lease.invocations, 15)
+        // a count of the first lease arriving after it ended is charged too; one of an unknown lease is dropped
+        yield* worker.ran({ leases: [{ sessionId, leaseId: first.lease.id, invocations: 3 }, { sessionId, leaseId: Ids.leaseId("lease_made_up"), invocations: 9 }] })
+        yield* client.release({ sessionId, leaseId: second.lease.id, spent: { invocations: 0, tools: 0, repairs: 0 } })
+        const view = (yield* client.leases()).sessions[0]!
+        assert.deepStrictEqual(view.spent.invocations, 8)
+        // a report naming more leases than allowed, or a count below one, is refused whole by the coordinator
+        const subject = Subject.coordinator(Subject.prefix(namespace), Ids.principal("worker-default"), Ids.token("ran"))
+        const entry = { session_id: "s1", lease_id: first.lease.id, invocations: 1 }
+        for (const leases of [Array.from({ length: CoordinatorProtocol.ranLimit + 1 }, () => entry), [{ ...entry, invocations: 0 }]]) {
+          const reply = yield* Transport.request(subject, Envelope.encode("ran", { leases }), { timeoutMs: 5_000 })
+          const parsed = JSON.parse(Transport.text(reply)) as { kind: string; error: { _tag: string; reason: string } }
+          assert.strictEqual(parsed.error._tag, "ProtocolError")
+          assert.strictEqual(parsed.error.reason, "Decode")
+        }
+        assert.deepStrictEqual((yield* client.leases()).sessions[0]!.spent.invocations, 8)
       })))
 
     it.effect("two sessions under one profile never hold more than its maximumConcurrentInvocations together", () =>
@@ -569,6 +628,7 @@ export const coordinatorConformance = (
         const { leased } = yield* admission(namespace, "s1", { policy })
         const harness = new JitHarness({ admission: leased })
         yield* Effect.promise(() => harness.createTool({ entrypoint: "one", source: one }))
+        yield* settle(20) // the version created is reported at once (a renewal)
         const before = coordinator.requests()
         for (let i = 0; i < 3; i++) assert.strictEqual(yield* Effect.promise(() => harness.callTool("one")), 1)
         const spent = yield* Effect.promise(() => harness.callTool("one").then(() => undefined, (error: unknown) => error))

@@ -197,6 +197,7 @@ describe("the protocol tables", () => {
           return Promise.reject(new Error("not here"))
         },
         verify: () => Promise.reject(new Error("not here")),
+        ran: () => Promise.reject(new Error("not here")),
         workers: () => [],
         leases: () => Promise.reject(new Error("not here"))
       }, { kindOf: (subject) => Subject.coordinatorParts(subject)?.op })

@@ -12,11 +12,13 @@ import {
   type AdmitRequest,
   type Admitted,
   type CapabilityDescriptor,
+  type Counts,
   type Lease,
   type LeaseFacts,
   type Leases,
   leasesLimits,
   type ProfileView,
+  type RanRequest,
   type ReleaseRequest,
   type RenewRequest,
   type SessionBudget,
@@ -24,7 +26,7 @@ import {
 } from "../CoordinatorProtocol.js"
 import * as ExecutionProfile from "../ExecutionProfile.js"
 import * as Ids from "../Ids.js"
-import { closed, type LeaseLedger, none, type SessionRecord } from "./leaseLedger.js"
+import { add, closed, type LeaseLedger, leaseSpent, none, type SessionRecord, withRan } from "./leaseLedger.js"
 
 /** What the operations need. */
 export interface Grants {
@@ -77,11 +79,41 @@ const withSlots = (lease: Lease, slots: number, until: number): Lease => {
   return slots > 0 ? { ...rest, slots, slotsUntil: Math.min(until, lease.expiresAt) } : { ...rest, slots }
 }
 
+/** The answer to an admission: the capability descriptor, the lease, and what it spent when resumed. */
+const admittedOf = (grants: Grants, request: AdmitRequest, profile: ExecutionProfile.ExecutionProfile, record: SessionRecord, lease: Lease, spent?: Counts): Admitted => ({
+  capability: capabilityOf(grants, request, profile, record.policy, record.consent),
+  lease,
+  policy: record.policy,
+  deploymentConsent: record.consent,
+  ...(profile.location === undefined ? {} : { location: profile.location }),
+  ...(spent === undefined ? {} : { spent })
+})
+
+/** Whether an admission of a session with a live lease asks for what that lease already is. */
+const resumes = (record: SessionRecord, profile: ExecutionProfile.ExecutionProfile, policy: JitPolicy.JitPolicy, consent: boolean): boolean =>
+  record.profile === profile.name && record.consent === consent && JSON.stringify(record.policy) === JSON.stringify(policy)
+
+/**
+ * The owner's admission of a session whose lease lives: the same lease, extended, with the slots
+ * it can take, and what it spent so far (the new host spends on from there). Nothing is revoked
+ * and nothing is charged again.
+ */
+const resume = (grants: Grants, request: AdmitRequest, profile: ExecutionProfile.ExecutionProfile, record: SessionRecord, revision: number, now: number) =>
+  Effect.gen(function*() {
+    const extended: Lease = { ...record.lease!, expiresAt: now + record.policy.leaseLifetimeSeconds * 1000 }
+    const slots = record.consent ? yield* grants.ledger.takeSlots(profile, extended, record.policy.maximumConcurrentInvocations, now, now + grants.slotHoldMs) : 0
+    const lease = withSlots(extended, slots, now + grants.slotHoldMs)
+    yield* grants.ledger.putSession({ ...record, lease }, revision)
+    return admittedOf(grants, request, profile, record, lease, leaseSpent(record))
+  })
+
 /**
  * Admits a session as `principal`: the effective policy is the profile's ceiling narrowed by the
- * request. A session admitted again (another process, a restart) keeps what it spent; its old
- * lease ends whole. A session whose live lease another principal holds is refused (`NotOwner`);
- * once its lease ended, whoever may use the profile admits it and owns it.
+ * request. The owner admitting a session whose lease lives (a restart, or another host after a
+ * crash) resumes that lease when it asks for the same profile, policy and consent; otherwise the
+ * old lease ends, charged what it verifiably spent, and a new one is granted from what is left. A
+ * session whose live lease another principal holds is refused (`NotOwner`); once its lease ended,
+ * whoever may use the profile admits it and owns it.
  */
 export const admit = (grants: Grants, principal: Ids.Principal, request: AdmitRequest) =>
   Effect.gen(function*() {
@@ -93,10 +125,9 @@ export const admit = (grants: Grants, principal: Ids.Principal, request: AdmitRe
     const consent = request.deploymentConsent ?? false
     const now = yield* Clock.currentTimeMillis
     const found = yield* grants.ledger.session(request.sessionId)
-    const owner = found.record?.principal
-    if (found.record?.lease != null && found.record.lease.expiresAt > now && owner !== principal) {
-      return yield* notOwner(request.sessionId, owner!, principal, "admit")
-    }
+    const live = found.record?.lease != null && found.record.lease.expiresAt > now
+    if (live && found.record!.principal !== principal) return yield* notOwner(request.sessionId, found.record!.principal, principal, "admit")
+    if (live && resumes(found.record!, profile, policy, consent)) return yield* resume(grants, request, profile, found.record!, found.revision, now)
     const previous = found.record === undefined ? undefined : closed(found.record, now)
     if (found.record?.lease != null) yield* grants.ledger.freeSlots(found.record.profile, found.record.lease.id)
     const used = previous?.used ?? none
@@ -113,16 +144,9 @@ export const admit = (grants: Grants, principal: Ids.Principal, request: AdmitRe
     }
     const slots = consent ? yield* grants.ledger.takeSlots(profile, granted, policy.maximumConcurrentInvocations, now, now + grants.slotHoldMs) : 0
     const lease: Lease = withSlots(granted, slots, now + grants.slotHoldMs)
-    const record: SessionRecord = { format: 2, principal, sessionId: request.sessionId, profile: profile.name, policy, consent, used, lease }
+    const record: SessionRecord = { ...(previous?.ran === undefined ? {} : { ran: previous.ran }), format: 2, principal, sessionId: request.sessionId, profile: profile.name, policy, consent, used, lease }
     yield* grants.ledger.putSession(record, found.revision)
-    const admitted: Admitted = {
-      capability: capabilityOf(grants, request, profile, policy, consent),
-      lease,
-      policy,
-      deploymentConsent: consent,
-      ...(profile.location === undefined ? {} : { location: profile.location })
-    }
-    return admitted
+    return admittedOf(grants, request, profile, record, lease)
   })
 
 /**
@@ -160,7 +184,8 @@ export const renew = (grants: Grants, principal: Ids.Principal, request: RenewRe
     const left = record.policy.maximumInvocations - record.used.invocations
     const invocations = request.more && record.consent ? Math.min(left, lease.invocations + grants.perGrant) : lease.invocations
     const renewed: Lease = { ...withSlots(extended, slots, now + grants.slotHoldMs), invocations }
-    yield* grants.ledger.putSession({ ...record, lease: renewed }, revision)
+    const reported = request.spent === undefined ? record.reported : leaseSpent(record, request.spent)
+    yield* grants.ledger.putSession({ ...record, lease: renewed, ...(reported === undefined ? {} : { reported }) }, revision)
     return renewed
   })
 
@@ -172,6 +197,18 @@ export const release = (grants: Grants, principal: Ids.Principal, request: Relea
     yield* grants.ledger.endSession(closed(record, yield* Clock.currentTimeMillis, request.spent), revision)
     return null
   })
+
+/** Counts one worker's report toward each lease it names; a report the ledger cannot take is logged and dropped. */
+export const ran = (grants: Grants, request: RanRequest) =>
+  Effect.as(
+    Effect.forEach(request.leases, ({ invocations, leaseId, sessionId }) =>
+      Effect.gen(function*() {
+        const { record, revision } = yield* grants.ledger.session(sessionId)
+        const counted = record === undefined ? undefined : withRan(record, leaseId, invocations)
+        if (counted !== undefined) yield* grants.ledger.putSession(counted, revision)
+      }).pipe(Effect.catchAll((error) => Effect.logWarning(`jitbox: a worker's count of lease '${leaseId}' was not recorded: ${error.message}`))), { discard: true }),
+    null
+  )
 
 /** A profile's ceiling. */
 export const policy = (grants: Grants, request: { readonly profile: string }) =>
@@ -197,20 +234,21 @@ export const verify = (grants: Grants, request: VerifyRequest) =>
   })
 
 const budgetOf = (record: SessionRecord, now: number): SessionBudget => {
-  // read only: an expired lease counts whole here as it will when it is next touched
+  // read only: an expired lease counts here as it will when it is next touched
   const live = record.lease !== null && record.lease.expiresAt > now
   const current = live || record.lease === null ? record : closed(record, record.lease.expiresAt)
+  const spent = live ? add(current.used, leaseSpent(current)) : current.used
   const maximum = current.policy
   return {
     sessionId: current.sessionId,
     profile: current.profile,
     principal: current.principal,
     deploymentConsent: current.consent,
-    spent: current.used,
+    spent,
     left: {
-      invocations: Math.max(0, maximum.maximumInvocations - current.used.invocations),
-      tools: Math.max(0, maximum.maximumTools - current.used.tools),
-      repairs: Math.max(0, maximum.maximumRepairs - current.used.repairs)
+      invocations: Math.max(0, maximum.maximumInvocations - spent.invocations),
+      tools: Math.max(0, maximum.maximumTools - spent.tools),
+      repairs: Math.max(0, maximum.maximumRepairs - spent.repairs)
     },
     lease: current.lease
   }

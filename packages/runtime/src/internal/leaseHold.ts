@@ -22,7 +22,10 @@ export class LeaseHold {
   upstreamSpent: boolean
   /** Renewals the coordinator granted. */
   renewals = 0
-  readonly spent = { invocations: 0, tools: 0, repairs: 0 }
+  /** What the lease has spent (from what the coordinator says it had spent, when it resumed a live lease). */
+  readonly spent: { invocations: number; tools: number; repairs: number }
+  /** A tool version was created since the coordinator was last told what the lease spent. */
+  unreported = false
   readonly policy: JitPolicy.JitPolicy
   readonly consent: boolean
   /** Invocations left at which the renewer asks for more. */
@@ -48,6 +51,7 @@ export class LeaseHold {
     readonly wake: Queue.Queue<void>
   ) {
     this.lease = admitted.lease
+    this.spent = { ...(admitted.spent ?? { invocations: 0, tools: 0, repairs: 0 }) }
     this.leasedAt = now()
     this.policy = admitted.policy
     this.consent = admitted.deploymentConsent
@@ -90,6 +94,6 @@ export class LeaseHold {
   readonly slotsDueAt = (): number =>
     this.lease.slots === 0 || this.lease.slotsUntil === undefined ? Infinity : this.leasedAt + (this.lease.slotsUntil - this.leasedAt) * 2 / 3
 
-  /** Whether to ask the coordinator now, whenever the renewal itself is due. */
-  readonly wantsRenewal = (): boolean => this.needsMore() || this.wantsSlots() || this.wantsShrink() || this.now() >= this.slotsDueAt()
+  /** Whether to ask the coordinator now, whenever the renewal itself is due (a version created is reported at once). */
+  readonly wantsRenewal = (): boolean => this.unreported || this.needsMore() || this.wantsSlots() || this.wantsShrink() || this.now() >= this.slotsDueAt()
 }

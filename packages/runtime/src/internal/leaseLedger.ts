@@ -2,7 +2,8 @@
  * The coordinator's records in its `Ledger`, read and written through versioned codecs:
  *
  * - `session.<sid>`: the session's profile, effective policy and consent, what its ended leases
- *   spent, and its live lease, in the very `Lease` shape the wire carries;
+ *   spent, its live lease (in the very `Lease` shape the wire carries), what its host last
+ *   reported the lease spent, and the invocations workers counted under it (`ran`);
  * - `profile.<name>`: which leases hold the profile's concurrency slots, until when.
  *
  * A session record carries `format: 2` and the principal that admitted the session (its owner);
@@ -15,8 +16,9 @@
  * `retentionMs` after it ended (`endedAt`; a record of an older coordinator without one is stamped
  * when the sweep first sees it), so a session admitted again within that time keeps what it spent;
  * then `compact` deletes it (compare-and-set on its revision, so a record written meanwhile stays).
- * A record whose lease ended having spent nothing is deleted as soon as the lease ends: it would
- * grant nothing less than no record. An undecodable session record is deleted too. `compact` looks
+ * A record whose lease ended having spent nothing is deleted by the first sweep after
+ * `lateReportMs` (a worker's late count of the lease is charged until then): it would grant
+ * nothing less than no record. An undecodable session record is deleted too. `compact` looks
  * at the `limit` least recently written session records per call.
  */
 import { JitPolicy } from "@jitbox/core"
@@ -40,7 +42,15 @@ const sessionFields = {
   used: CoordinatorProtocol.Counts,
   lease: Schema.NullOr(CoordinatorProtocol.Lease),
   /** When its last lease ended (epoch milliseconds), while it holds none: the retention counts from here. */
-  endedAt: Schema.optional(Schema.Number)
+  endedAt: Schema.optional(Schema.Number),
+  /** What the session host last said its live lease spent (renewals report it). */
+  reported: Schema.optional(CoordinatorProtocol.Counts),
+  /**
+   * The invocations workers reported running under `leaseId` (the live lease, or the last one to
+   * end); `charged`, once that lease ended, is what it was charged, so a report arriving late adds
+   * only what it was not charged.
+   */
+  ran: Schema.optional(Schema.Struct({ leaseId: Ids.LeaseId, invocations: Schema.Number, charged: Schema.optional(Schema.Number) }))
 }
 
 /** A session's record, as written: `format: 2`, with the principal that admitted the session (its owner). */
@@ -76,20 +86,71 @@ export const ProfileRecord = Schema.Struct({
 
 export type ProfileRecord = typeof ProfileRecord.Type
 
+/**
+ * How long a record whose lease ended is kept at least, whatever the retention: a worker's report
+ * of what ran under the lease (sent every second) may arrive after the lease ended, and is charged.
+ */
+export const lateReportMs = 10_000
+
 export const none: Counts = { invocations: 0, tools: 0, repairs: 0 }
 
-const add = (a: Counts, b: Counts): Counts => ({ invocations: a.invocations + b.invocations, tools: a.tools + b.tools, repairs: a.repairs + b.repairs })
+export const add = (a: Counts, b: Counts): Counts => ({ invocations: a.invocations + b.invocations, tools: a.tools + b.tools, repairs: a.repairs + b.repairs })
 
-/** A lease that ends at `endedAt`: everything it granted counts, unless the session reported what it spent. */
-export const closed = (record: SessionRecord, endedAt: number, spent?: Counts): SessionRecord => {
+const most = (a: Counts, b: Counts): Counts => ({
+  invocations: Math.max(a.invocations, b.invocations),
+  tools: Math.max(a.tools, b.tools),
+  repairs: Math.max(a.repairs, b.repairs)
+})
+
+/**
+ * What the live lease has spent: the most of what its host said (`claim`, the renewals' reports)
+ * and, for invocations, what the workers counted; never more than the lease granted.
+ */
+export const leaseSpent = (record: SessionRecord, claim?: Counts): Counts => {
+  const lease = record.lease
+  if (lease === null) return none
+  const told = most(claim ?? none, record.reported ?? none)
+  const counted = record.ran?.leaseId === lease.id ? record.ran.invocations : 0
+  return {
+    invocations: Math.min(lease.invocations, Math.max(0, told.invocations, counted)),
+    tools: Math.min(lease.tools, Math.max(0, told.tools)),
+    repairs: Math.min(lease.repairs, Math.max(0, told.repairs))
+  }
+}
+
+/**
+ * A lease that ends at `endedAt`, charged what it verifiably spent (`leaseSpent`): what the
+ * workers counted, or more if its host said so (`claim`, at release). A lease that ran out or was
+ * lost with its host costs what it spent, not its whole grant.
+ */
+export const closed = (record: SessionRecord, endedAt: number, claim?: Counts): SessionRecord => {
   const lease = record.lease
   if (lease === null) return record
-  const charged = spent === undefined ? lease : {
-    invocations: Math.min(Math.max(0, spent.invocations), lease.invocations),
-    tools: Math.min(Math.max(0, spent.tools), lease.tools),
-    repairs: Math.min(Math.max(0, spent.repairs), lease.repairs)
+  const charged = leaseSpent(record, claim)
+  const { reported: _, ...rest } = record
+  const counted = record.ran?.leaseId === lease.id ? record.ran.invocations : 0
+  return { ...rest, used: add(record.used, charged), lease: null, endedAt, ran: { leaseId: lease.id, invocations: counted, charged: charged.invocations } }
+}
+
+/**
+ * The record once a worker reported `invocations` more run under `leaseId`: counted toward the
+ * live lease, or charged to the session when that lease already ended (a late report); none when
+ * the record knows no such lease (the report is dropped).
+ */
+export const withRan = (record: SessionRecord, leaseId: string, invocations: number): SessionRecord | undefined => {
+  if (record.lease !== null && record.lease.id === leaseId) {
+    const before = record.ran?.leaseId === leaseId ? record.ran.invocations : 0
+    return { ...record, ran: { leaseId: record.lease.id, invocations: before + invocations } }
   }
-  return { ...record, used: add(record.used, { invocations: charged.invocations, tools: charged.tools, repairs: charged.repairs }), lease: null, endedAt }
+  const ran = record.ran
+  if (ran === undefined || ran.leaseId !== leaseId || ran.charged === undefined) return undefined
+  const counted = ran.invocations + invocations
+  const more = Math.max(0, counted - ran.charged)
+  return {
+    ...record,
+    used: { ...record.used, invocations: record.used.invocations + more },
+    ran: { leaseId: ran.leaseId, invocations: counted, charged: ran.charged + more }
+  }
 }
 
 /** Whether a record remembers nothing a new admission would not grant anyway. */
@@ -113,7 +174,7 @@ export interface Read<A> {
 export interface LeaseLedger {
   readonly session: (sessionId: string) => Effect.Effect<Read<SessionRecord>, LedgerError>
   readonly putSession: (record: SessionRecord, revision: number) => Effect.Effect<number, LedgerError>
-  /** Writes a record whose lease ended: deleted instead when it spent nothing. */
+  /** Writes a record whose lease ended (the sweep deletes it). */
   readonly endSession: (record: SessionRecord, revision: number) => Effect.Effect<void, LedgerError>
   /**
    * Looks at the `limit` least recently written session records and deletes those whose lease
@@ -149,7 +210,7 @@ const sweepOne = (ledger: LedgerShape, key: string, record: SessionRecord, revis
       yield* ledger.put(key, { ...ended, endedAt: now } satisfies SessionRecord, revision)
       return false
     }
-    if (spentNothing(ended) || endedAt + retentionMs <= now) {
+    if (endedAt + Math.max(lateReportMs, spentNothing(ended) ? 0 : retentionMs) <= now) {
       if (lease !== null) yield* freeSlotsOf(ledger, record.profile, lease.id)
       yield* ledger.remove(key, revision)
       return true
@@ -183,10 +244,7 @@ export const make = (ledger: LedgerShape): LeaseLedger => {
         return { record: Either.isRight(decoded) && decoded.right.sessionId === sessionId ? decoded.right : undefined, revision: entry.revision }
       }),
     putSession: (record, revision) => ledger.put(sessionKey(record.sessionId), record, revision),
-    endSession: (record, revision) =>
-      spentNothing(record) && revision !== 0
-        ? ledger.remove(sessionKey(record.sessionId), revision)
-        : Effect.asVoid(ledger.put(sessionKey(record.sessionId), record, revision)),
+    endSession: (record, revision) => Effect.asVoid(ledger.put(sessionKey(record.sessionId), record, revision)),
     compact: (now, retentionMs, limit, step) =>
       Effect.gen(function*() {
         let removed = 0

@@ -1,7 +1,8 @@
 /**
  * The renewer of a session's lease: a background fiber on the context's `Clock` that renews the
- * lease before it runs out (a quarter of its lifetime ahead), asks for more invocations when few
- * are left, for the policy's most slots while calls wait for one (again every `retryMs` while the
+ * lease before it runs out (a quarter of its lifetime ahead), tells the coordinator what the lease
+ * spent with each renewal (and renews at once when a tool version was created), asks for more
+ * invocations when few are left, for the policy's most slots while calls wait for one (again every `retryMs` while the
  * profile has none free), and gives back the slots no call has used for `retryMs`, so an idle
  * session never holds a profile's concurrency from the others.
  *
@@ -27,7 +28,9 @@ const renewOnce = (hold: LeaseHold, client: CoordinatorClient): Effect.Effect<bo
     const held = hold.lease.slots
     const wanted = wantedSlots(hold)
     if (wanted < held) hold.shrinkingTo = wanted
-    const result = yield* Effect.either(client.renew({ sessionId: hold.sessionId, leaseId: hold.lease.id, more, slots: wanted })).pipe(
+    hold.unreported = false
+    const spent = { ...hold.spent }
+    const result = yield* Effect.either(client.renew({ sessionId: hold.sessionId, leaseId: hold.lease.id, more, slots: wanted, spent })).pipe(
       Effect.onInterrupt(() => Effect.sync(() => hold.shrinkingTo = Infinity))
     )
     if (result._tag === "Right") {
@@ -47,6 +50,7 @@ const renewOnce = (hold: LeaseHold, client: CoordinatorClient): Effect.Effect<bo
       hold.revoked = true
       return false
     }
+    hold.unreported = true
     yield* Effect.logWarning(`jitbox: renewing the lease of session '${hold.sessionId}' failed: ${error.message}`)
     yield* Effect.sleep(hold.retryMs)
     return true

@@ -73,6 +73,8 @@ export const admission = (hold: LeaseHold): Admission.AdmissionShape => ({
   commitVersion: (repair) => {
     hold.spent.tools++
     if (repair) hold.spent.repairs++
+    hold.unreported = true
+    hold.nudge()
   },
   trySpendInvocation: () => trySpendInvocation(hold),
   refusal: () => refusal(hold),

@@ -11,12 +11,14 @@ import { HarnessError } from "@jitbox/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Runtime from "effect/Runtime"
+import type * as Scope from "effect/Scope"
 import * as CoordinatorClient from "../CoordinatorClient.js"
 import type * as CoordinatorProtocol from "../CoordinatorProtocol.js"
 import type * as Ids from "../Ids.js"
 import type * as Subject from "../Subject.js"
 import type * as Transport from "../Transport.js"
 import type * as WorkerProtocol from "../WorkerProtocol.js"
+import * as RanReports from "./ranReports.js"
 
 /** Leases remembered as verified, at most. */
 export const verifiedLimit = 4096
@@ -36,11 +38,15 @@ export interface Options {
   readonly nodeId: Ids.WorkerId | undefined
   readonly credentials: Readonly<Record<string, string>>
   readonly verifyTimeoutMs: number | undefined
+  /** How often it tells the coordinator what it ran under each lease (default 1 000 ms; `ranReports`). */
+  readonly ranReportMs?: number | undefined
 }
 
 export interface LeaseVerification {
   /** Resolves when the request's lease allows it to run here; rejects with `NotAdmitted` (or the coordinator's failure) otherwise. */
   readonly admit: (request: WorkerProtocol.Activation, pinned: boolean) => Promise<Admitted>
+  /** Counts an invocation the lease admitted, for the coordinator (`ranReports`); nothing without admission. */
+  readonly ran: (request: WorkerProtocol.Activation) => void
   /** Leases trusted now. */
   readonly size: () => number
 }
@@ -69,9 +75,10 @@ export const check = (
 }
 
 /** The worker's lease verification, on the coordinator of `prefix`, until the scope closes. */
-export const make = (options: Options): Effect.Effect<LeaseVerification, never, Transport.Transport> =>
+export const make = (options: Options): Effect.Effect<LeaseVerification, never, Transport.Transport | Scope.Scope> =>
   Effect.gen(function*() {
     const coordinator = yield* CoordinatorClient.make({ prefix: options.prefix, principal: options.principal, timeoutMs: options.verifyTimeoutMs })
+    const reports = options.requireAdmission ? yield* RanReports.make(coordinator, options.ranReportMs ?? RanReports.defaultIntervalMs) : undefined
     const run = Runtime.runPromise(yield* Effect.runtime<never>())
     const clock = yield* Effect.clock
     const trusted = new Map<string, { readonly facts: CoordinatorProtocol.LeaseFacts; readonly until: number }>()
@@ -111,5 +118,9 @@ export const make = (options: Options): Effect.Effect<LeaseVerification, never, 
       return verdict.right
     }
 
-    return { admit, size: () => trusted.size }
+    const ran = (request: WorkerProtocol.Activation): void => {
+      if (reports !== undefined && request.leaseId !== undefined) reports.count(request.sessionId, request.leaseId)
+    }
+
+    return { admit, ran, size: () => trusted.size }
   })
