@@ -34,6 +34,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Connection from "./Connection.js"
+import * as ProfileCheck from "./ProfileCheck.js"
 import * as Serve from "./Serve.js"
 import * as Telemetry from "./Telemetry.js"
 
@@ -121,7 +122,7 @@ export const parsePolicy = (text: string): JitPolicy.JitPolicyInput => {
 
 /** @since 0.1.0 @category options */
 export const policy = Options.text("policy").pipe(
-  Options.withDescription("The sessions' request policy as JSON (fields left out take the policy defaults); the coordinator intersects it with --profile"),
+  Options.withDescription("The sessions' request policy as JSON: it narrows --profile (fields left out are the profile's own; without --profile, the policy defaults); asking for more than the profile fails at start"),
   Options.mapTryCatch(parsePolicy, (error) => HelpDoc.p(error instanceof Error ? error.message : String(error))),
   Options.optional
 )
@@ -153,6 +154,10 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
         Layer.mergeAll(NatsTransport.layer, snapshots, ownership).pipe(Layer.provide(Connection.serving(config, `jitbox-sessions-${namespace}`)))
       )
     ).pipe(telemetry.provide)
+    if (Option.isSome(config.profile)) {
+      const policy = Option.getOrUndefined(config.policy)
+      yield* ProfileCheck.check({ prefix, principal, profile: config.profile.value, policy, deploymentConsent: config.deploymentConsent }).pipe(Effect.provide(context))
+    }
     const sessions = yield* Sessions.make({
       prefix,
       harness: { codeExecution: "sandboxed", ...Option.match(config.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) }) },

@@ -123,7 +123,13 @@ describe("jitbox status", () => {
     expect(status.workers[0].requests).toBeGreaterThan(0)
     expect(status.sessions.hosts).toMatchObject([{ sessionId: "s1", live: true }])
     expect(status.leases.sessions).toMatchObject([{ sessionId: "s1", profile: "standard", principal: "default", deploymentConsent: true, lease: { sessionId: "s1" } }])
-    expect(status.leases.sessions[0].left.invocations).toBe(6_400)
+    // what is left is the budget less what the live lease spent: its tool version (reported when it
+    // was created) and the call the worker counted
+    const { left, spent } = status.leases.sessions[0]
+    expect(spent.tools).toBe(1)
+    expect(left.tools).toBe(7)
+    expect(left.invocations + spent.invocations).toBe(6_400)
+    expect(spent.invocations).toBeLessThanOrEqual(1)
   }, 120_000)
 
   it("no coordinator in the namespace: the rest is shown, exit 1 with CoordinatorUnavailable", async () => {

@@ -181,16 +181,22 @@ const widens = (profile: ExecutionProfile, field: string, detail: string) =>
   new HarnessError.ConfigError({ option: `policy.${field}`, detail: `${detail}; the profile '${profile.name}' does not allow it (JT-PRF-02)` })
 
 /**
- * The effective policy of `request` under `profile` (JT-PRF-01/02). Throws `ConfigError` naming
- * `policy.<field>` when a value is out of its JT-POL range or asks for more than the profile.
+ * The effective policy of `request` under `profile` (JT-PRF-01/02): the request narrows the
+ * profile, and every field it leaves out is the profile's own (a request never has to restate its
+ * profile). Throws `ConfigError` naming `policy.<field>` when a value is out of its JT-POL range or
+ * asks for more than the profile.
  *
  * @since 0.1.0
  * @category combinators
  */
 export const effectivePolicy = (profile: ExecutionProfile, request: JitPolicy.JitPolicyInput = {}): JitPolicy.JitPolicy => {
-  const requested = named(() => JitPolicy.make(request))
   const ceiling = profile.policy
   const given = request as Record<string, unknown>
+  // a request narrowing maximumInvocations alone narrows the concurrency it bounds too
+  const concurrency = typeof given.maximumInvocations === "number" && given.maximumConcurrentInvocations === undefined
+    ? { maximumConcurrentInvocations: Math.max(1, Math.min(ceiling.maximumConcurrentInvocations, given.maximumInvocations)) }
+    : {}
+  const requested = named(() => JitPolicy.make({ ...ceiling, ...concurrency, ...request }))
   if (given.allowedLanguages !== undefined) {
     const outside = requested.allowedLanguages.filter((language) => !ceiling.allowedLanguages.includes(language))
     if (outside.length > 0) throw widens(profile, "allowedLanguages", `the request asks for ${outside.join(", ")}; the profile allows ${ceiling.allowedLanguages.join(", ")}`)

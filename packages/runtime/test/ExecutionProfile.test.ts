@@ -66,9 +66,10 @@ const permissions = ["allowLongRunning", "allowPremium", "allowAsyncOperations",
 
 describe("ExecutionProfile.effectivePolicy under the widest profile", () => {
   for (const { field, fallback, max, min, with: extra } of numeric) {
-    it(`${field}: default ${fallback}, ends ${min} and ${max}, ${max + 1} refused`, () => {
+    it(`${field}: left out, the profile's own (not the default ${fallback}); ends ${min} and ${max}, ${max + 1} refused`, () => {
       const get = (policy: object) => (policy as Record<string, number>)[field]
-      expect(get(ExecutionProfile.effectivePolicy(widest, {}))).toBe(fallback)
+      expect(get(ExecutionProfile.effectivePolicy(widest, {}))).toBe(get(widest.policy))
+      expect(get(ExecutionProfile.effectivePolicy(widest, {}))).not.toBe(fallback)
       expect(get(ExecutionProfile.effectivePolicy(widest, { ...extra, [field]: min }))).toBe(min)
       expect(get(ExecutionProfile.effectivePolicy(widest, { [field]: max }))).toBe(max)
       expect(refused(() => ExecutionProfile.effectivePolicy(widest, { [field]: max + 1 })).option).toBe(`policy.${field}`)
@@ -77,23 +78,23 @@ describe("ExecutionProfile.effectivePolicy under the widest profile", () => {
   }
 
   for (const field of permissions) {
-    it(`${field}: default false, both values, a non-boolean refused`, () => {
-      expect(ExecutionProfile.effectivePolicy(widest, {})[field]).toBe(false)
+    it(`${field}: left out, the profile's own (true); both values, a non-boolean refused`, () => {
+      expect(ExecutionProfile.effectivePolicy(widest, {})[field]).toBe(true)
       expect(ExecutionProfile.effectivePolicy(widest, { [field]: true })[field]).toBe(true)
       expect(ExecutionProfile.effectivePolicy(widest, { [field]: false })[field]).toBe(false)
       expect(refused(() => ExecutionProfile.effectivePolicy(widest, { [field]: "yes" } as never)).option).toBe(`policy.${field}`)
     })
   }
 
-  it("requireRootCoordinator: default true, both values, a non-boolean refused", () => {
-    expect(ExecutionProfile.effectivePolicy(widest, {}).requireRootCoordinator).toBe(true)
+  it("requireRootCoordinator: left out, the profile's own (false); both values, a non-boolean refused", () => {
+    expect(ExecutionProfile.effectivePolicy(widest, {}).requireRootCoordinator).toBe(false)
     expect(ExecutionProfile.effectivePolicy(widest, { requireRootCoordinator: false }).requireRootCoordinator).toBe(false)
     expect(ExecutionProfile.effectivePolicy(widest, { requireRootCoordinator: true }).requireRootCoordinator).toBe(true)
     expect(refused(() => ExecutionProfile.effectivePolicy(widest, { requireRootCoordinator: 1 } as never)).option).toBe("policy.requireRootCoordinator")
   })
 
-  it("allowedLanguages: default Python, one and five languages, none, six or a duplicate refused", () => {
-    expect(ExecutionProfile.effectivePolicy(widest, {}).allowedLanguages).toEqual(["Python"])
+  it("allowedLanguages: left out, the profile's five; one and five languages, none, six or a duplicate refused", () => {
+    expect(ExecutionProfile.effectivePolicy(widest, {}).allowedLanguages).toEqual(["Python", "PowerShell", "Bash", "C#", "JavaScript"])
     expect(ExecutionProfile.effectivePolicy(widest, { allowedLanguages: ["Bash"] }).allowedLanguages).toEqual(["Bash"])
     const five = ["Python", "PowerShell", "Bash", "C#", "JavaScript"] as const
     expect(ExecutionProfile.effectivePolicy(widest, { allowedLanguages: five }).allowedLanguages).toEqual(five)
@@ -120,9 +121,10 @@ describe("ExecutionProfile.effectivePolicy under a narrower profile (the interse
     }
   })
 
-  it("a request that leaves everything out gets the defaults narrowed by the profile", () => {
+  it("a request that leaves everything out gets the profile's ceiling: it never has to restate it", () => {
+    expect(ExecutionProfile.effectivePolicy(narrow, {})).toEqual(narrow.policy)
     expect(ExecutionProfile.effectivePolicy(narrow, {})).toEqual({
-      allowedLanguages: ["Python"],
+      allowedLanguages: ["Python", "JavaScript"],
       allowLongRunning: false,
       allowPremium: false,
       requireRootCoordinator: true,
@@ -138,6 +140,13 @@ describe("ExecutionProfile.effectivePolicy under a narrower profile (the interse
       maximumTools: 3,
       invocationTimeoutSeconds: 300
     })
+  })
+
+  it("a request narrowing maximumInvocations below the profile's concurrency narrows the concurrency with it", () => {
+    const policy = ExecutionProfile.effectivePolicy(widest, { maximumInvocations: 3 })
+    expect(policy.maximumInvocations).toBe(3)
+    expect(policy.maximumConcurrentInvocations).toBe(3)
+    expect(policy.allowedLanguages).toEqual(widest.policy.allowedLanguages)
   })
 
   it("a request within the profile keeps its own values", () => {

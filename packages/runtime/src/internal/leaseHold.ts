@@ -28,6 +28,8 @@ export class LeaseHold {
   unreported = false
   readonly policy: JitPolicy.JitPolicy
   readonly consent: boolean
+  /** The execution profile the session was admitted under (none for a profile pinned to a worker). */
+  readonly profile: string | undefined
   /** Invocations left at which the renewer asks for more. */
   readonly lowWater: number
   /** The most slots the policy lets one session hold. */
@@ -55,6 +57,7 @@ export class LeaseHold {
     this.leasedAt = now()
     this.policy = admitted.policy
     this.consent = admitted.deploymentConsent
+    this.profile = admitted.capability.executionProfile
     // A lease holding the whole invocation budget has nothing more to ask for; nor has one granted
     // none with consent (the coordinator grants at least one while any is left).
     this.upstreamSpent = this.lease.invocations >= this.policy.maximumInvocations || (this.consent && this.lease.invocations === 0)

@@ -10,7 +10,12 @@
 import { type Admission, HarnessError, JitPolicy } from "@jitbox/core"
 import type { LeaseHold } from "./leaseHold.js"
 
-const noConsent = "the session was admitted without deploymentConsent (JT-CFG-05): no model-written code runs"
+const noConsent =
+  "the session was admitted without deploymentConsent (JT-CFG-05, the host's consent to run model-written code: `jitbox sessions --deployment-consent`): no model-written code runs"
+
+/** Where the effective policy comes from, for a refusal to name. */
+const decidedBy = (hold: LeaseHold): string =>
+  ` (the effective policy: execution profile '${hold.profile ?? "?"}' of the coordinator's --profiles file, narrowed by the host's request policy, \`jitbox sessions --policy\`)`
 
 const violation = (name: string, reason: HarnessError.PolicyViolation["reason"], detail: string) =>
   new HarnessError.PolicyViolation({ name, reason, detail })
@@ -21,11 +26,11 @@ const checkVersion = (hold: LeaseHold, { duration, examples, language, name, rep
   if (!hold.consent) throw violation(name, "ConsentRequired", noConsent)
   if (hold.expired()) throw violation(name, "LeaseExpired", `the lease '${lease.id}' of session '${hold.sessionId}' expired`)
   if (duration === "long" && !policy.allowLongRunning) {
-    throw violation(name, "LongRunningNotAllowed", `'${name}' expects long invocations and the policy does not allow long-running tools`)
+    throw violation(name, "LongRunningNotAllowed", `'${name}' expects long invocations and the policy does not allow long-running tools${decidedBy(hold)}`)
   }
   const needed = JitPolicy.policyLanguage(language)
   if (!policy.allowedLanguages.includes(needed)) {
-    throw violation(name, "LanguageNotAllowed", `the policy allows ${policy.allowedLanguages.join(", ")}; '${name}' is ${needed}`)
+    throw violation(name, "LanguageNotAllowed", `the policy allows ${policy.allowedLanguages.join(", ")}; '${name}' is ${needed}${decidedBy(hold)}`)
   }
   if (spent.tools >= lease.tools) throw violation(name, "ToolBudgetExhausted", `the lease allows ${lease.tools} tool versions and all are used`)
   if (repair && spent.repairs >= lease.repairs) {
