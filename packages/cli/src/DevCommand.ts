@@ -153,7 +153,8 @@ export const command = Command.make("dev", { port, namespace, workers }, (config
     const sessionsArgs = ["sessions", ...common, "--profile", profileName, "--deployment-consent", "--policy", JSON.stringify(devPolicy)]
     parts.push(yield* ChildCommand.make("sessions", sessionsArgs, { stopAfterMs: bounds.stopMs }))
     yield* Effect.forEach(parts, (part) => part.ready(bounds.readyMs), { concurrency: "unbounded", discard: true })
-    anyExited = Effect.raceAll(parts.map((part) => part.exited))
+    // raceAll waits for the first success: each exit, flipped, is one
+    anyExited = Effect.flatMap(Effect.raceAll(parts.map((part) => Effect.flip(part.exited))), Effect.fail)
     yield* Console.log(instructions({ url: nats.url, namespace: served, directory, workers: workerIds }))
     return `dev ${nats.url} namespace ${served}`
   }), () => anyExited)

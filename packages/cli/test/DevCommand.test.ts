@@ -34,6 +34,8 @@ const squareSource = `export const square = tool({
 const addSource = `from jitbox import tool\n\n@tool(description="Add two numbers.", guidelines="Use to add.")\ndef add(a: int, b: int) -> int:\n    return a + b\n`
 
 let dev: CliProcess | undefined
+/** Every other `jitbox dev` a test starts, killed after the file even when a test times out. */
+const others: Array<CliProcess> = []
 let scope: Scope.CloseableScope | undefined
 let url: string
 let directory: string
@@ -54,7 +56,7 @@ beforeAll(async () => {
 }, 180_000)
 
 afterAll(async () => {
-  dev?.kill()
+  for (const child of [dev, ...others]) child?.kill()
   if (scope !== undefined) await Effect.runPromise(Scope.close(scope, Exit.void))
 }, 60_000)
 
@@ -117,12 +119,32 @@ describe("jitbox dev", () => {
     expect(fs.existsSync(directory)).toBe(false)
   }, 60_000)
 
+  it("a part that exits on its own stops the others and jitbox dev: exit 1 naming it, nothing left behind", async () => {
+    const short = spawnCli(["dev", "--workers", "1"])
+    others.push(short)
+    try {
+      await short.line(/^ready dev /, 150_000)
+      const shortDirectory = /JetStream in (\S+)/.exec(short.stdout())![1]!
+      const tree = descendants(short.child.pid!)
+      const worker = tree.find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("worker"))
+      expect(worker, "the worker's process").toBeDefined()
+      process.kill(worker!, "SIGKILL")
+      expect(await short.exited()).toBe(1)
+      expect(short.stderr()).toContain("jitbox: ChildCommandError: worker dev-1: exited (SIGKILL) while serving")
+      await waitUntil("every process of jitbox dev is gone", () => tree.every((pid) => !alive(pid)), 20_000)
+      expect(fs.existsSync(shortDirectory)).toBe(false)
+    } finally {
+      short.kill()
+    }
+  }, 200_000)
+
   it("a --port already taken fails NatsServerError, exit 1", async () => {
     const taken = net.createServer()
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve))
     try {
       const port = (taken.address() as net.AddressInfo).port
       const failed = spawnCli(["dev", "--port", String(port)])
+      others.push(failed)
       expect(await failed.exited()).toBe(1)
       expect(failed.stderr()).toMatch(/jitbox: NatsServerError: nats-server Exited: .*address already in use/s)
     } finally {

@@ -3,7 +3,9 @@
  * file): a coordinator, a worker, a session host and `mcp --http --session`, each with a health
  * server. `/readyz` answers 200 once each serves; the nats-server killed, every `/readyz` answers
  * 503 (the connection reconnecting) while `/healthz` stays 200; the server restarted on the same
- * port, every `/readyz` is 200 again. Each phase is bounded to a few seconds.
+ * port, every `/readyz` is 200 again. Each phase is bounded to a few seconds. `mcp --http` with a
+ * local session has no NATS connection: ready once it serves; a `--health-port` already taken
+ * exits 1 with `HealthServerError`.
  */
 import { NatsServer } from "@jitbox/testing"
 import * as Schema from "effect/Schema"
@@ -12,7 +14,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Health from "../src/Health.js"
-import { type CliProcess, spawnCli } from "./cliProcess.js"
+import { type CliProcess, spawnCli, waitUntil } from "./cliProcess.js"
 
 const namespace = `health_${Math.random().toString(36).slice(2, 8)}`
 const decode = Schema.decodeUnknownSync(Schema.parseJson(Health.HealthReport))
@@ -97,4 +99,24 @@ describe("--health-port: /healthz and /readyz of each serving command", () => {
       await expect(fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow()
     }
   }, 60_000)
+})
+
+describe("--health-port without NATS", () => {
+  it("mcp --http with a local session is ready with connection none; a taken --health-port exits 1 HealthServerError", async () => {
+    const local = spawnCli(["mcp", "--http", "0", "--no-auth", "--health-port", "0"])
+    try {
+      await local.line(/^ready mcp /, 60_000)
+      await waitUntil("the health address on stderr", () => /health http:\/\/\S+/.test(local.stderr()), 5_000)
+      const url = /health (http:\/\/\S+)/.exec(local.stderr())![1]!
+      const answer = await get(`${url}/readyz`)
+      expect(answer.status).toBe(200)
+      expect(answer.report).toMatchObject({ command: "mcp", state: "serving", connection: "none", ready: true, serves: { session: "fresh session", mcpSessions: 0 } })
+      const port = new URL(url).port
+      const taken = spawnCli(["mcp", "--http", "0", "--no-auth", "--health-port", port])
+      expect(await taken.exited()).toBe(1)
+      expect(taken.stderr()).toContain(`jitbox: HealthServerError: --health-port: cannot listen on 127.0.0.1:${port}`)
+    } finally {
+      local.kill()
+    }
+  }, 120_000)
 })
