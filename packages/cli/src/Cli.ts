@@ -1,6 +1,7 @@
 /**
- * The `jitbox` command: `jitbox coordinator`, `jitbox worker` and `jitbox sessions`, each serving
- * one part of a namespace over NATS until SIGTERM or SIGINT; `jitbox mcp`, a session as an MCP
+ * The `jitbox` command: `jitbox dev`, a whole namespace on this machine; `jitbox coordinator`,
+ * `jitbox worker` and `jitbox sessions`, each serving one part of a namespace over NATS until
+ * SIGTERM or SIGINT; `jitbox mcp`, a session as an MCP
  * server; and `jitbox bench`, timing a tool. `main` is what the `jitbox` binary
  * runs: it parses the arguments, serves, and reports a failure on stderr with its typed error
  * (a bad argument is reported by the parser itself, with the help of the command). The exit codes
@@ -19,6 +20,7 @@ import { createRequire } from "node:module"
 import * as AuthCommand from "./AuthCommand.js"
 import * as BenchCommand from "./BenchCommand.js"
 import * as CoordinatorCommand from "./CoordinatorCommand.js"
+import * as DevCommand from "./DevCommand.js"
 import * as EventsCommand from "./EventsCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import * as McpCommand from "./McpCommand.js"
@@ -33,6 +35,7 @@ export const version: string = (createRequire(import.meta.url)("../package.json"
 /** What serving any of the commands can fail with (besides a bad argument). @since 0.1.0 @category errors */
 export type CliError =
   | CoordinatorCommand.CoordinatorCommandError
+  | DevCommand.DevCommandError
   | WorkerCommand.WorkerCommandError
   | SessionsCommand.SessionsCommandError
   | McpCommand.McpCommandError
@@ -45,9 +48,10 @@ export type CliError =
 
 const command = Command.make("jitbox").pipe(
   Command.withDescription(
-    "Serve the parts of a jitbox namespace over NATS (its coordinator, workers and session hosts), or a session as an MCP server; look at a namespace: status, events, snapshots; time a tool."
+    "Run a whole namespace on this machine (dev), serve the parts of a jitbox namespace over NATS (its coordinator, workers and session hosts), or a session as an MCP server; look at a namespace: status, events, snapshots; time a tool."
   ),
   Command.withSubcommands([
+    DevCommand.command,
     CoordinatorCommand.command,
     WorkerCommand.command,
     SessionsCommand.command,

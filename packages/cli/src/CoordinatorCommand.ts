@@ -12,12 +12,14 @@
  */
 import { Command, Options } from "@effect/cli"
 import { HarnessError } from "@jitbox/core"
-import { KvLedger, NatsTransport } from "@jitbox/nats"
+import { KvLedger, NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Coordinator, ExecutionProfile, type Ledger, type TransportError } from "@jitbox/runtime"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Connection from "./Connection.js"
+import * as Health from "./Health.js"
 import * as OperatorOptions from "./OperatorOptions.js"
 import * as Serve from "./Serve.js"
 
@@ -58,16 +60,17 @@ export const bounds = {
 }
 
 /** What serving the coordinator can fail with. @since 0.1.0 @category errors */
-export type CoordinatorCommandError = HarnessError.ConfigError | TransportError.TransportError | Ledger.LedgerError
+export type CoordinatorCommandError = HarnessError.ConfigError | TransportError.TransportError | Ledger.LedgerError | Health.HealthServerError
 
 /** @since 0.1.0 @category commands */
-export const command = Command.make("coordinator", { ...Connection.options, profiles, ...bounds }, (config): Effect.Effect<never, CoordinatorCommandError> =>
+export const command = Command.make("coordinator", { ...Connection.options, profiles, ...bounds, ...Health.options }, (config): Effect.Effect<never, CoordinatorCommandError> =>
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace } = yield* Connection.prefixOf(config)
     const loaded = yield* loadProfiles(config.profiles)
+    const health = yield* Health.start(config, { command: "coordinator", namespace, principal: yield* Connection.principalOf(config) })
     const context = yield* Layer.build(
       Layer.merge(NatsTransport.layer, KvLedger.layer({ bucket: KvLedger.bucketOf(namespace) })).pipe(
-        Layer.provide(Connection.serving(config, `jitbox-coordinator-${namespace}`))
+        Layer.provideMerge(Connection.serving(config, `jitbox-coordinator-${namespace}`))
       )
     )
     yield* Coordinator.make({
@@ -77,6 +80,10 @@ export const command = Command.make("coordinator", { ...Connection.options, prof
       ledgerRetentionMs: Option.getOrUndefined(config.ledgerRetention),
       maxWorkers: Option.getOrUndefined(config.maxWorkers)
     }).pipe(Effect.provide(context))
+    yield* health.serving({
+      connection: Context.get(context, NatsConnection.NatsConnection),
+      serves: () => ({ profiles: loaded.map((profile) => profile.name) })
+    })
     return `coordinator ${namespace}`
   }))).pipe(
   Command.withDescription("Serve the root coordinator of a namespace: admits sessions under the host's execution profiles, its ledger in NATS KV.")

@@ -26,11 +26,12 @@
 import { Command, HelpDoc, Options } from "@effect/cli"
 import { HarnessError, JitHarness, JitHarnessSnapshot, type JitPolicy } from "@jitbox/core"
 import { HttpServer, McpError, ServedSession, StdioServer } from "@jitbox/mcp"
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { RemoteSession, type TransportError } from "@jitbox/runtime"
 import { SandboxRunner } from "@jitbox/sandbox"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -38,6 +39,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Connection from "./Connection.js"
+import * as Health from "./Health.js"
 import * as Serve from "./Serve.js"
 import * as SessionsCommand from "./SessionsCommand.js"
 import * as Telemetry from "./Telemetry.js"
@@ -116,10 +118,13 @@ export type McpCommandError =
   | TransportError.TransportError
   | JitHarnessSnapshot.SnapshotError
   | McpError.McpServeError
+  | Health.HealthServerError
 
 interface Opener {
   /** What the command serves, for its `ready` line. */
   readonly label: string
+  /** The NATS connection a remote session is reached over. */
+  readonly connection?: NatsConnection.NatsConnectionShape | undefined
   readonly open: () => Promise<ServedSession.OpenedSession>
 }
 
@@ -174,10 +179,11 @@ const remoteSession = (
 ): Effect.Effect<Opener, HarnessError.ConfigError | TransportError.TransportError, Scope.Scope> =>
   Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
-    const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(Connection.serving(config, `jitbox-mcp-${namespace}`))))
+    const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provideMerge(Connection.serving(config, `jitbox-mcp-${namespace}`))))
     const remote = yield* RemoteSession.make(sessionId, { prefix }).pipe(Effect.provide(transport), telemetry.provide)
     return {
       label: `session ${remote.sessionId} of ${namespace}`,
+      connection: Context.get(transport, NatsConnection.NatsConnection),
       open: () =>
         Promise.resolve({ session: remote, events: (listener) => remote.listen(listener), close: () => Promise.resolve() })
     }
@@ -239,7 +245,7 @@ const serveStdio = (opener: Opener): Effect.Effect<void, McpError.McpServeError,
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
   "mcp",
-  { ...Connection.options, http, host, httpToken, noAuth, allowedHost, snapshot, session, inspectionTools, policy, maxSessions, idleTimeout, otlp: Telemetry.otlp },
+  { ...Connection.options, http, host, httpToken, noAuth, allowedHost, snapshot, session, inspectionTools, policy, maxSessions, idleTimeout, otlp: Telemetry.otlp, ...Health.options },
   (config): Effect.Effect<void, McpCommandError> => {
     const opener = Effect.gen(function*() {
       // first in the scope, so shut down (flushing every span) after the sessions are closed
@@ -254,6 +260,9 @@ export const command = Command.make(
         return yield* new HarnessError.ConfigError({ option: "--snapshot", detail: "serves a local session; --session serves a remote one: give one of them" })
       }
       if (config.maxSessions < 1) return yield* new HarnessError.ConfigError({ option: "--max-sessions", detail: "must be at least 1" })
+      if (Option.isNone(config.http) && Option.isSome(config.healthPort)) {
+        return yield* new HarnessError.ConfigError({ option: "--health-port", detail: "serves the health of --http: stdio has its host to watch it" })
+      }
       return yield* opener
     })
     return Option.match(config.http, {
@@ -262,6 +271,10 @@ export const command = Command.make(
         Serve.untilInterrupted(Effect.gen(function*() {
           if (port < 0 || port > 65_535) return yield* new HarnessError.ConfigError({ option: "--http", detail: `a port is 0 to 65535, got ${port}` })
           const bearerToken = yield* httpAuth(config)
+          const health = yield* Health.start(config, {
+            command: "mcp",
+            ...(Option.isSome(config.session) ? { namespace: config.namespace, principal: yield* Connection.principalOf(config) } : {})
+          })
           const made = yield* checked
           const server = yield* HttpServer.serve({
             open: made.open,
@@ -272,6 +285,7 @@ export const command = Command.make(
             maxSessions: config.maxSessions,
             idleTimeoutMs: Duration.toMillis(config.idleTimeout)
           })
+          yield* health.serving({ connection: made.connection, serves: () => ({ url: server.url, session: made.label, mcpSessions: server.sessions() }) })
           return `mcp ${server.url} ${made.label}`
         }))
     })

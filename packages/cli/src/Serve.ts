@@ -11,20 +11,23 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 
 /**
- * Starts `start` in a scope, prints `ready <label>`, serves until interrupted, then prints
- * `stopped <label>` once the scope has closed.
+ * Starts `start` in a scope, prints `ready <label>`, serves until interrupted (or until `serving`,
+ * made once it has started, fails), then prints `stopped <label>` once the scope has closed.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const untilInterrupted = <E, R>(start: Effect.Effect<string, E, R | Scope.Scope>): Effect.Effect<never, E, Exclude<R, Scope.Scope>> =>
+export const untilInterrupted = <E, R, E2 = never>(
+  start: Effect.Effect<string, E, R | Scope.Scope>,
+  serving: () => Effect.Effect<never, E2> = () => Effect.never
+): Effect.Effect<never, E | E2, Exclude<R, Scope.Scope>> =>
   Effect.gen(function*() {
     let label: string | undefined
     return yield* Effect.scoped(
       Effect.gen(function*() {
         label = yield* start
         yield* Console.log(`ready ${label}`)
-        return yield* Effect.never
+        return yield* serving()
       })
     ).pipe(Effect.onInterrupt(() => label === undefined ? Effect.void : Console.log(`stopped ${label}`)))
   })

@@ -26,14 +26,16 @@
  */
 import { Command, HelpDoc, Options } from "@effect/cli"
 import { type HarnessError, type JitHarnessSnapshot, JitPolicy } from "@jitbox/core"
-import { KvSessionOwnership, NatsTransport } from "@jitbox/nats"
+import { KvSessionOwnership, NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Ids, RemoteCodeRunner, type SessionOwnership, Sessions, SnapshotStore, StreamPublisher, type TransportError } from "@jitbox/runtime"
 import * as Config from "effect/Config"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Connection from "./Connection.js"
+import * as Health from "./Health.js"
 import * as ProfileCheck from "./ProfileCheck.js"
 import * as Serve from "./Serve.js"
 import * as Telemetry from "./Telemetry.js"
@@ -133,13 +135,15 @@ export type SessionsCommandError =
   | TransportError.TransportError
   | JitHarnessSnapshot.SnapshotError
   | SessionOwnership.OwnershipError
+  | Health.HealthServerError
 
 /** @since 0.1.0 @category commands */
-export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, maxSessions, profile, deploymentConsent, policy, otlp: Telemetry.otlp }, (config): Effect.Effect<never, SessionsCommandError> =>
+export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, maxSessions, profile, deploymentConsent, policy, otlp: Telemetry.otlp, ...Health.options }, (config): Effect.Effect<never, SessionsCommandError> =>
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
     yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
     const principal = yield* Connection.principalOf(config)
+    const health = yield* Health.start(config, { command: "sessions", namespace, principal })
     // first in the scope, so shut down (flushing every span) after the sessions are released
     const telemetry = yield* Telemetry.install(config.otlp, "jitbox-sessions")
     const snapshots = Option.match(config.store, {
@@ -151,7 +155,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
     const context = yield* Layer.build(
       Layer.provideMerge(
         Layer.mergeAll(RemoteCodeRunner.layer({ prefix, pool: config.pool }), StreamPublisher.layer({ prefix })),
-        Layer.mergeAll(NatsTransport.layer, snapshots, ownership).pipe(Layer.provide(Connection.serving(config, `jitbox-sessions-${namespace}`)))
+        Layer.mergeAll(NatsTransport.layer, snapshots, ownership).pipe(Layer.provideMerge(Connection.serving(config, `jitbox-sessions-${namespace}`)))
       )
     ).pipe(telemetry.provide)
     if (Option.isSome(config.profile)) {
@@ -170,6 +174,10 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
       })
     }).pipe(Effect.provide(context), telemetry.provide)
     yield* telemetry.watchLeases(sessions.leases)
+    yield* health.serving({
+      connection: Context.get(context, NatsConnection.NatsConnection),
+      serves: () => ({ pool: config.pool, sessions: sessions.active().length, maxSessions: config.maxSessions })
+    })
     return `sessions ${namespace}`
   }))).pipe(
   Command.withDescription("Host sessions for remote callers: activated here on first use, their code tools run on the workers of a pool.")

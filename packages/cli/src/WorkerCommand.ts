@@ -21,12 +21,14 @@
  */
 import { Command, HelpDoc, Options } from "@effect/cli"
 import { type CodeLanguage, CodeLanguages, type HarnessError } from "@jitbox/core"
-import { NatsTransport } from "@jitbox/nats"
+import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Ids, type TransportError, Worker } from "@jitbox/runtime"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Connection from "./Connection.js"
+import * as Health from "./Health.js"
 import * as Progress from "./Progress.js"
 import * as Serve from "./Serve.js"
 import * as Telemetry from "./Telemetry.js"
@@ -137,21 +139,22 @@ export const invocationLine = (invocation: Worker.Invocation): string =>
   `invocation worker=${invocation.workerId} session=${invocation.sessionId} tool=${invocation.toolName} call=${invocation.callId} outcome=${invocation.outcome}`
 
 /** What serving a worker can fail with. @since 0.1.0 @category errors */
-export type WorkerCommandError = HarnessError.ConfigError | TransportError.TransportError
+export type WorkerCommandError = HarnessError.ConfigError | TransportError.TransportError | Health.HealthServerError
 
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
   "worker",
-  { ...Connection.options, pool, languages, concurrency, graceMs, id, logInvocations, noAdmission, nodeId, credential, otlp: Telemetry.otlp },
+  { ...Connection.options, pool, languages, concurrency, graceMs, id, logInvocations, noAdmission, nodeId, credential, otlp: Telemetry.otlp, ...Health.options },
   (config): Effect.Effect<never, WorkerCommandError> =>
     Serve.untilInterrupted(Effect.gen(function*() {
       const { prefix } = yield* Connection.prefixOf(config)
       const workerId = Option.isSome(config.id) ? yield* Ids.decode(Ids.WorkerId, "--id")(config.id.value) : undefined
       yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
       const principal = yield* Connection.principalOf(config)
+      const health = yield* Health.start(config, { command: "worker", namespace: config.namespace, principal })
       // first in the scope, so shut down (flushing every span) after the worker has drained
       const telemetry = yield* Telemetry.install(config.otlp, "jitbox-worker")
-      const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(Connection.serving(config, `jitbox-worker-${workerId ?? config.pool}`))))
+      const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provideMerge(Connection.serving(config, `jitbox-worker-${workerId ?? config.pool}`))))
       // scope finalizers run last-added first: the line is drawn before the worker drains and erased after
       let draining: Progress.Progress | undefined
       yield* Effect.addFinalizer(() => Effect.sync(() => draining?.stop()))
@@ -184,6 +187,10 @@ export const command = Command.make(
           draining = { ...progress, stop: () => (clearInterval(poll), stop()) }
         })
       )
+      yield* health.serving({
+        connection: Context.get(transport, NatsConnection.NatsConnection),
+        serves: () => ({ workerId: worker.workerId, pool: worker.pool, languages: worker.languages, concurrency: config.concurrency, running: worker.running() })
+      })
       return worker.workerId
     }))
 ).pipe(Command.withDescription("Serve a worker: runs the code tools of the namespace's sessions in sandboxed subprocesses."))

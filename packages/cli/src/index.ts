@@ -77,3 +77,28 @@ export * as Table from "./Table.js"
  * @since 0.1.0
  */
 export * as Telemetry from "./Telemetry.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as DevCommand from "./DevCommand.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Health from "./Health.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as ChildCommand from "./ChildCommand.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as LocalNatsServer from "./LocalNatsServer.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Terminate from "./Terminate.js"
