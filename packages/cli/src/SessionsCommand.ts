@@ -49,16 +49,30 @@ const units: Record<string, Duration.Unit> = { ms: "millis", s: "seconds", m: "m
  * @since 0.1.0
  * @category constructors
  */
-export const parseDuration = (text: string): Duration.Duration => {
+export const parseDuration = (text: string, flag = "--idle-timeout"): Duration.Duration => {
   const short = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(text.trim())
   const decoded = short === null
     ? Duration.decodeUnknown(text.trim())
     : Option.some(Duration.decode(`${Number(short[1])} ${units[short[2]!]!}` as Duration.DurationInput))
   if (Option.isNone(decoded) || !Duration.greaterThan(decoded.value, Duration.zero)) {
-    throw new Error(`--idle-timeout: expected a duration such as 30s, 5m or 1h, got '${text}'`)
+    throw new Error(`${flag}: expected a duration such as 30s, 5m or 1h, got '${text}'`)
   }
   return decoded.value
 }
+
+/**
+ * How long a session's claim lives unless renewed (renewed every third of it): a host that dies
+ * loses its sessions to another host this long after at most.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const claimTtl = Options.text("claim-ttl").pipe(
+  Options.withDescription("How long a host's claim on a session lives unless renewed (every third of it); another host takes the sessions of a dead host over after it (default 4s; keep it well above the clock skew between hosts)"),
+  Options.withFallbackConfig(Config.string("JITBOX_CLAIM_TTL")),
+  Options.withDefault("4s"),
+  Options.mapTryCatch((text) => Duration.toMillis(parseDuration(text, "--claim-ttl")), (error) => HelpDoc.p(error instanceof Error ? error.message : String(error)))
+)
 
 /** @since 0.1.0 @category options */
 export const store = Options.directory("store").pipe(
@@ -138,7 +152,7 @@ export type SessionsCommandError =
   | Health.HealthServerError
 
 /** @since 0.1.0 @category commands */
-export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, maxSessions, profile, deploymentConsent, policy, otlp: Telemetry.otlp, ...Health.options }, (config): Effect.Effect<never, SessionsCommandError> =>
+export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, claimTtl, maxSessions, profile, deploymentConsent, policy, otlp: Telemetry.otlp, ...Health.options }, (config): Effect.Effect<never, SessionsCommandError> =>
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
     yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
@@ -151,7 +165,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
       onSome: (directory) => SnapshotStore.layerFile({ directory })
     })
     // every host of the namespace claims a session before it activates it, so one session is active in one host at a time
-    const ownership = KvSessionOwnership.layer({ namespace })
+    const ownership = KvSessionOwnership.layer({ namespace, ttlMs: Math.round(config.claimTtl) })
     const context = yield* Layer.build(
       Layer.provideMerge(
         Layer.mergeAll(RemoteCodeRunner.layer({ prefix, pool: config.pool }), StreamPublisher.layer({ prefix })),

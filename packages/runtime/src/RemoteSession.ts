@@ -17,7 +17,9 @@
  * and one that does not decode is skipped.
  *
  * When nobody serves the session, the client asks the hosts (`sessions.activate`) to activate
- * it and sends the message again, once. Aborting a call's signal (interrupting its Effect) sends
+ * it and sends the message again, once. While the claim of a host that died still holds the
+ * session (`OwnershipError` `Held`, until the claim lapses: 4 s by default), it asks again every
+ * 250 ms within the call's deadline; the call itself is sent once it is active, never twice. Aborting a call's signal (interrupting its Effect) sends
  * a `cancel` for it: the session aborts the call, whose record says `cancelled`.
  *
  * With `traceHeaders` (`Propagation.current` of @jitbox/otel: the caller's active OpenTelemetry
@@ -56,6 +58,9 @@ export interface RemoteSessionOptions {
   /** The clock a request's deadline is measured by (default: the system clock; `make` passes the context's `Clock`). */
   readonly clock?: Clock.Clock | undefined
 }
+
+/** How often a client asks again to activate a session another host's claim still holds. */
+const heldRetryMs = 250
 
 /** @since 0.1.0 @category constants */
 export const defaults = { timeoutMs: 30_000 } as const
@@ -122,22 +127,41 @@ export class RemoteSession implements SessionApi {
     } catch (error) {
       if (!(isTransportError(error) && error.reason === "NoResponders")) throw error
     }
-    let activated: Transport.Message
-    try {
-      activated = await request(this.activation, this.activateMessage)
-    } catch (activationError) {
-      if (isTransportError(activationError) && activationError.reason === "NoResponders") {
-        throw new TransportError({
-          reason: "NoResponders",
-          subject,
-          detail: `nobody serves session ${this.sessionId} and no session host answers ${this.activation}`
-        })
-      }
-      throw activationError
-    }
-    const answer = Protocol.valueOf(activated, this.activation)
-    if (Either.isLeft(answer)) throw answer.left
+    await this.activate(subject, deadline, request)
     return request(subject, payload)
+  }
+
+  /**
+   * Asks the hosts to activate the session. While another host's claim holds it (`OwnershipError`
+   * `Held`: that host died and its claim has not lapsed yet), it asks again every `heldRetryMs`
+   * until `deadline`: activating is safe to repeat, and nothing of the call has been sent.
+   */
+  private async activate(
+    subject: Subject.Subject,
+    deadline: number,
+    request: (to: Subject.Subject, body: string) => Promise<Transport.Message>
+  ): Promise<void> {
+    for (;;) {
+      let activated: Transport.Message
+      try {
+        activated = await request(this.activation, this.activateMessage)
+      } catch (activationError) {
+        if (isTransportError(activationError) && activationError.reason === "NoResponders") {
+          throw new TransportError({
+            reason: "NoResponders",
+            subject,
+            detail: `nobody serves session ${this.sessionId} and no session host answers ${this.activation}: start one with \`jitbox sessions\``
+          })
+        }
+        throw activationError
+      }
+      const answer = Protocol.valueOf(activated, this.activation)
+      if (Either.isRight(answer)) return
+      const error = answer.left
+      const left = deadline - this.clock.unsafeCurrentTimeMillis()
+      if (!(error._tag === "OwnershipError" && error.reason === "Held") || left <= heldRetryMs) throw error
+      await new Promise((resolve) => setTimeout(resolve, heldRetryMs))
+    }
   }
 
   /** Calls a tool; rejects with the typed error of the session, or `TransportError`. */

@@ -2,8 +2,9 @@
  * Single activation: at most one host serves a session at a time. A host claims a session
  * (`claim(sessionId, ownerId)`) before it activates it, renews the claim while the session stays
  * active, and releases it when it passivates or forgets the session. A claim lapses `ttlMs`
- * (default 30 s) after it was made or last renewed, so when its host dies another host can take
- * the session over.
+ * (default 4 s, renewed every third of it) after it was made or last renewed, so when its host
+ * dies another host takes the session over within seconds (a client asks again while the dead
+ * host's claim holds it).
  *
  * Each session has one record, `{ v: 1, owner, expiresAt }`, written by compare-and-set on the
  * record's revision: of hosts racing for a session exactly one wins, and a renewal or a release
@@ -120,7 +121,7 @@ export interface OwnershipOptions {
 }
 
 /** @since 0.1.0 @category constants */
-export const defaultTtlMs = 30_000
+export const defaultTtlMs = 4_000
 
 /**
  * A compare-and-set store of one record per session: what `fromRecords` needs.

@@ -13,12 +13,12 @@ import { sessionOwnershipConformance } from "./SessionOwnershipConformance.js"
 
 sessionOwnershipConformance("memory", (ttlMs) => SessionOwnership.layerMemory({ ttlMs }))
 
-it.effect("a ttlMs that is not a positive integer fails the layer with ConfigError; the default is 30 s", () =>
+it.effect("a ttlMs that is not a positive integer fails the layer with ConfigError; the default is 4 s", () =>
   Effect.gen(function*() {
     const error = yield* Effect.flip(Layer.build(SessionOwnership.layerMemory({ ttlMs: 0 })).pipe(Effect.scoped))
     assert.instanceOf(error, HarnessError.ConfigError)
     assert.strictEqual(error.option, "ttlMs")
-    assert.strictEqual(SessionOwnership.makeMemory().ttlMs, 30_000)
+    assert.strictEqual(SessionOwnership.makeMemory().ttlMs, 4_000)
   }))
 
 it.effect("a stored record that does not decode is no claim: it is taken over by compare-and-set at its revision; a newer version is read by its owner and expiry", () =>
