@@ -346,6 +346,7 @@ const check = (value: Record<string, unknown>): string | undefined => {
       return asWire !== undefined && asCoordinator !== undefined ? `an error of neither union: ${asWire}` : undefined
     }
     case "call":
+    case "running":
       return decodes(SessionProtocol.CallMessage, value)
     case "cancel":
       return decodes("session_id" in value ? WorkerProtocol.CancelMessage : SessionProtocol.CallMessage, value)

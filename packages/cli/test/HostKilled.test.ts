@@ -4,9 +4,10 @@
  *
  * The session's next call, sent right after the kill, is served by the other host within its
  * deadline: the client asks again while the dead host's claim holds the session, and the new host
- * resumes the session's live lease. Budgets are charged for what was spent: after one tool and
- * one call before the kill and one after, the coordinator's ledger shows exactly 2 invocations
- * and 1 tool spent, the rest of every budget left.
+ * resumes the session's live lease. The call that was running on the dead host fails
+ * `RemoteExecutionError` `HostLost` once the new host serves the session, not after its own
+ * 60 s. Budgets are charged for what was spent: the coordinator's ledger shows exactly the
+ * invocations the worker ran and the tools created, the rest of every budget left.
  */
 import { connect as connectJitbox } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
@@ -24,6 +25,11 @@ const { connect } = createRequire(new URL("../../nats/package.json", import.meta
 const namespace = "hostkill"
 const counterJs = `let count = 0
 export const counter = tool({ description: "Counts its calls.", guidelines: "Use in tests." }, async () => ++count)`
+const waitJs = `export const wait = tool({
+  description: "Answers after a while.",
+  guidelines: "Use in tests.",
+  parameters: { type: "object", properties: { ms: { type: "number" } }, required: ["ms"] }
+}, async ({ ms }) => { await new Promise((resolve) => setTimeout(resolve, ms)); return "waited" })`
 
 let server: NatsServer.Handle | undefined
 let directory: string
@@ -82,32 +88,39 @@ describe("fault: a session host SIGKILLed, with a coordinator", () => {
     try {
       const session = client.session("s1")
       await session.createTool({ entrypoint: "counter", language: "javascript", source: counterJs })
+      await session.createTool({ entrypoint: "wait", language: "javascript", source: waitJs })
       expect(await session.callTool("counter", {})).toBe(1)
       await until("the worker's count of the call", async () => (await budgetOf("s1"))?.spent.invocations === 1)
       const before = (await budgetOf("s1"))!
-      expect(before.spent).toEqual({ invocations: 1, tools: 1, repairs: 0 })
+      expect(before.spent).toEqual({ invocations: 1, tools: 2, repairs: 0 })
 
       const second = host()
       processes.push(second)
       await second.line(/^ready /, 120_000)
+      // a call running on the first host when it dies
+      const running = session.callTool("wait", { ms: 30_000 }, { timeoutMs: 60_000 }).then(() => "answered", (error: unknown) => error)
+      await until("the wait call counted", async () => (await budgetOf("s1"))?.spent.invocations === 2)
       first.child.kill("SIGKILL")
       await first.exited()
       const killedAt = Date.now()
       const answer = await session.callTool("counter", {})
       const outageMs = Date.now() - killedAt
       expect(typeof answer).toBe("number")
-      console.log(`host SIGKILL → the session served again: ${outageMs} ms`)
+      const lost = await running
+      const lostAfterMs = Date.now() - killedAt
+      expect(lost).toMatchObject({ _tag: "RemoteExecutionError", reason: "HostLost", toolName: "wait" })
+      console.log(`host SIGKILL → the session served again: ${outageMs} ms; the call it ran failed HostLost after ${lostAfterMs} ms`)
 
-      await until("the worker's count of the second call", async () => (await budgetOf("s1"))?.spent.invocations === 2)
+      await until("the worker's count of the third call", async () => (await budgetOf("s1"))?.spent.invocations === 3)
       const after = (await budgetOf("s1"))!
       expect(after.lease?.id).toBe(before.lease?.id)
-      expect(after.spent).toEqual({ invocations: 2, tools: 1, repairs: 0 })
-      expect(after.left).toEqual({ invocations: 18, tools: 7, repairs: 1 })
+      expect(after.spent).toEqual({ invocations: 3, tools: 2, repairs: 0 })
+      expect(after.left).toEqual({ invocations: 17, tools: 6, repairs: 1 })
       // the resumed session goes on creating and calling within what is left
       await session.createTool({ entrypoint: "counter2", language: "javascript", source: counterJs.replace("counter =", "counter2 =") })
       expect(await session.callTool("counter2", {})).toBe(1)
-      await until("the third call counted", async () => (await budgetOf("s1"))?.spent.invocations === 3)
-      expect((await budgetOf("s1"))!.left).toEqual({ invocations: 17, tools: 6, repairs: 1 })
+      await until("the fourth call counted", async () => (await budgetOf("s1"))?.spent.invocations === 4)
+      expect((await budgetOf("s1"))!.left).toEqual({ invocations: 16, tools: 5, repairs: 1 })
     } finally {
       await client.close()
     }

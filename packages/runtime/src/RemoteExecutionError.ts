@@ -1,17 +1,19 @@
 /**
- * A code invocation sent to a worker whose outcome the session cannot know: the worker running
- * it stopped sending heartbeats (it died, or lost its connection). The message layer worked (so
+ * A call whose outcome cannot be known: the worker running a code invocation stopped sending
+ * heartbeats (it died, or lost its connection), or the session host running a remote call died. The message layer worked (so
  * it is not a `TransportError`) and the tool did not fail on its own (so it is not a
  * `ToolFailure`): the invocation may have run in part, and it is not sent again.
  *
  * - `WorkerLost`: no heartbeat for the call within the session's `heartbeatMisses` intervals.
+ * - `HostLost`: the session host running a remote call died; the host that serves the session
+ *   now does not run it (a `RemoteSession` asks after calls it has waited on for 2 s, every second).
  *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
 
 /** @since 0.1.0 @category models */
-export const RemoteExecutionErrorReason = Schema.Literal("WorkerLost")
+export const RemoteExecutionErrorReason = Schema.Literal("WorkerLost", "HostLost")
 
 /** @since 0.1.0 @category models */
 export type RemoteExecutionErrorReason = typeof RemoteExecutionErrorReason.Type

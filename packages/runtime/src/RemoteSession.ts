@@ -19,7 +19,10 @@
  * When nobody serves the session, the client asks the hosts (`sessions.activate`) to activate
  * it and sends the message again, once. While the claim of a host that died still holds the
  * session (`OwnershipError` `Held`, until the claim lapses: 4 s by default), it asks again every
- * 250 ms within the call's deadline; the call itself is sent once it is active, never twice. Aborting a call's signal (interrupting its Effect) sends
+ * 250 ms within the call's deadline; the call itself is sent once it is active, never twice. A
+ * call whose host dies while it runs fails `RemoteExecutionError` `HostLost` within seconds (once
+ * another host serves the session and does not run it) instead of waiting out its deadline; it
+ * may have run in part, and it is never sent again. Aborting a call's signal (interrupting its Effect) sends
  * a `cancel` for it: the session aborts the call, whose record says `cancelled`.
  *
  * With `traceHeaders` (`Propagation.current` of @jitbox/otel: the caller's active OpenTelemetry
@@ -39,8 +42,10 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
+import { CallWatch, type Probe } from "./internal/callWatch.js"
 import { runPromise } from "./internal/promiseRunner.js"
 import * as Protocol from "./Protocol.js"
+import { RemoteExecutionError } from "./RemoteExecutionError.js"
 import type { CallOptions, SessionApi } from "./SessionApi.js"
 import * as SessionProtocol from "./SessionProtocol.js"
 import * as Subject from "./Subject.js"
@@ -58,6 +63,9 @@ export interface RemoteSessionOptions {
   /** The clock a request's deadline is measured by (default: the system clock; `make` passes the context's `Clock`). */
   readonly clock?: Clock.Clock | undefined
 }
+
+/** When a call waited on is asked after (`CallWatch`), and how often. */
+const watchTimings = { afterMs: 2_000, everyMs: 1_000 } as const
 
 /** How often a client asks again to activate a session another host's claim still holds. */
 const heldRetryMs = 250
@@ -89,6 +97,7 @@ export class RemoteSession implements SessionApi {
   private readonly clock: Clock.Clock
   private readonly activateMessage: string
   private readonly traceHeaders: (() => Transport.Headers | undefined) | undefined
+  private readonly watch: CallWatch
 
   /** The session's events subject pattern (`events.<sid>.>`). */
   readonly eventsPattern: Subject.Pattern
@@ -103,9 +112,29 @@ export class RemoteSession implements SessionApi {
     this.clock = options.clock ?? systemClock
     this.activateMessage = Envelope.encode("activate", { session_id: this.sessionId })
     this.traceHeaders = options.traceHeaders
+    this.watch = new CallWatch({
+      probe: (callIds) => this.running(callIds),
+      activate: () => {
+        this.transport.request(this.activation, this.activateMessage, { timeoutMs: this.timeoutMs }).catch(() => undefined)
+      },
+      now: () => this.clock.unsafeCurrentTimeMillis(),
+      afterMs: watchTimings.afterMs,
+      everyMs: watchTimings.everyMs
+    })
     const invoke = Protocol.client(SessionProtocol.manage, () => this.manage, (_kind, payload) => this.send(this.manage, payload, this.timeoutMs, undefined))
     const { forget: _forget, ...operations } = Protocol.facade(SessionProtocol.manage, invoke)
     Object.assign(this, operations)
+  }
+
+  /** Which of `callIds` the host serving the session runs (`CallWatch`). */
+  private running(callIds: ReadonlyArray<string>): Promise<Probe> {
+    return this.transport.request(this.call, Envelope.encode("running", { call_ids: callIds }), { timeoutMs: watchTimings.everyMs * 2 }).then(
+      (reply) => {
+        const answer = Protocol.valueOf(reply, this.call)
+        return Either.isRight(answer) ? (answer.right as { readonly running: ReadonlyArray<string> }).running : undefined
+      },
+      (error: unknown) => isTransportError(error) && error.reason === "NoResponders" ? "unserved" : undefined
+    )
   }
 
   /**
@@ -164,15 +193,31 @@ export class RemoteSession implements SessionApi {
     }
   }
 
-  /** Calls a tool; rejects with the typed error of the session, or `TransportError`. */
+  /**
+   * Calls a tool; rejects with the typed error of the session, `TransportError`, or
+   * `RemoteExecutionError` `HostLost` when the host running it died (`CallWatch`).
+   */
   callTool(name: string, args?: unknown, options?: CallOptions): Promise<unknown> {
     const json = Envelope.encodeValue(args ?? {}, `the arguments of '${name}'`, this.call)
     if (Either.isLeft(json)) return Promise.reject(json.left)
     const signal = options?.signal
-    const callId = options?.callId ?? (signal === undefined ? undefined : Ids.newCallId())
-    if (signal?.aborted === true) return Promise.reject(new HarnessError.ToolCancelled({ name, callId: callId ?? "" }))
-    const payload = Envelope.withValue("call", callId === undefined ? { name } : { name, call_id: callId }, "args", json.right)
-    const pending = this.send(this.call, payload, options?.timeoutMs ?? this.timeoutMs, signal, this.traceHeaders?.()).then((reply) => {
+    const callId = options?.callId ?? Ids.newCallId()
+    if (signal?.aborted === true) return Promise.reject(new HarnessError.ToolCancelled({ name, callId }))
+    const payload = Envelope.withValue("call", { name, call_id: callId }, "args", json.right)
+    const lost = new AbortController()
+    const unwatch = this.watch.watch(callId, () => lost.abort())
+    const signals = signal === undefined ? lost.signal : AbortSignal.any([signal, lost.signal])
+    const sent = this.send(this.call, payload, options?.timeoutMs ?? this.timeoutMs, signals, this.traceHeaders?.()).finally(unwatch).catch((error: unknown) => {
+      if (!lost.signal.aborted || signal?.aborted === true) throw error
+      throw new RemoteExecutionError({
+        reason: "HostLost",
+        subject: this.call,
+        toolName: name,
+        callId,
+        detail: `the host running it died, and the host serving session ${this.sessionId} now does not run it: it may have run in part, and it is not sent again`
+      })
+    })
+    const pending = sent.then((reply) => {
       const answer = Protocol.valueOf(reply, this.call)
       if (Either.isLeft(answer)) throw answer.left
       const value = answer.right
@@ -185,7 +230,7 @@ export class RemoteSession implements SessionApi {
       }
       return value
     })
-    if (signal === undefined || callId === undefined) return pending
+    if (signal === undefined) return pending
     const cancel = () => {
       try {
         this.transport.publish(this.call, Envelope.encode("cancel", { call_id: callId }))

@@ -43,9 +43,13 @@ export interface PageOptions {
   readonly limit?: number | undefined
 }
 
+/** How many call ids one `running` question names, at most. @since 0.1.0 @category constants */
+export const runningLimit = 256
+
 /**
  * `session.<sid>.call`: a tool call by name (`call_id` becomes the record's call id and lets a
- * `cancel` name the call), and the cancel of a running call (unknown ids are ignored). Both ends
+ * `cancel` name the call), the cancel of a running call (unknown ids are ignored), and which calls
+ * run (`running`, for a client's failover). Both ends
  * of `call` are hand-written over this entry: it is the hot path, its arguments are spliced in
  * as JSON already bounded by JT-LIM-02.
  *
@@ -65,6 +69,18 @@ export const call = Protocol.table({
     success: Schema.Void,
     method: "cancel",
     args: (callId: string) => ({ call_id: callId })
+  },
+  /**
+   * Which of `call_ids` run here now. A client asks it of calls it has waited on for a while: a
+   * host answering without one of them (it took the session over from a host that died) means
+   * that call is lost. It waits in the same queue as the calls, so every call sent before it has
+   * started (or answered) by the time it is answered.
+   */
+  running: {
+    payload: { call_ids: Schema.Array(Schema.String).pipe(Schema.maxItems(runningLimit)) },
+    success: Schema.Struct({ running: Schema.Array(Schema.String) }),
+    method: "running",
+    args: (callIds: ReadonlyArray<string>) => ({ call_ids: callIds })
   }
 })
 
@@ -126,7 +142,7 @@ export type ManageFacade = Protocol.Facade<Manage>
 export const callMessages = Protocol.requests(call)
 
 /** What `session.<sid>.call` takes. @since 0.1.0 @category schemas */
-export const CallMessage = Schema.Union(callMessages.call, callMessages.cancel)
+export const CallMessage = Schema.Union(callMessages.call, callMessages.cancel, callMessages.running)
 
 /** @since 0.1.0 @category models */
 export type CallMessage = typeof CallMessage.Type

@@ -3,7 +3,7 @@
  * (`Protocol.serve` over the actor's handlers); `session.<sid>.call` is written by hand because it
  * is the hot path: a call runs (concurrently with other calls) in the trace context its request
  * carried, its arguments and result are bounded by JT-LIM-02, and `cancel` aborts a running call
- * named by its `call_id`. A `call_id` is used once: the same id sent again within the window of
+ * named by its `call_id`; `running` answers which of the ids it names run here. A `call_id` is used once: the same id sent again within the window of
  * the last `callIdWindow` ids (a captured call replayed) is refused `ToolRejected` `DuplicateCall`
  * and runs nothing. Plain Promise code: it runs once per remote call.
  */
@@ -36,6 +36,9 @@ export const callHandler = (api: SessionApi, trace: TraceContext.TraceContextSha
     if (message.kind === "cancel") {
       cancellable.get(message.call_id)?.abort()
       return Envelope.ok()
+    }
+    if (message.kind === "running") {
+      return Protocol.reply(SessionProtocol.call.running, { running: message.call_ids.filter((id) => cancellable.has(id)) }, "the calls running", subject)
     }
     const name = message.name
     if (Envelope.valueTooLarge(message.args, request.data.length)) {
