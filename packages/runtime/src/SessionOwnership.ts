@@ -16,8 +16,8 @@
  * The record is versioned (`v`): this version writes `v: 1`, and reads any version `v ≥ 1` that
  * carries an `owner` and an `expiresAt` (fields a later version adds are ignored), so a newer
  * host's live claim is still honoured. A record that does not decode at all (garbage, a value
- * someone with write access to the store put there, an oversized value) is no claim: it counts as
- * expired, and a host takes it over by compare-and-set on its revision, so of two hosts racing for
+ * someone with write access to the store put there, an oversized value, an expiry further ahead
+ * than `horizonMs`) is no claim: it counts as expired, and a host takes it over by compare-and-set on its revision, so of two hosts racing for
  * it exactly one wins. Garbage can thus cost a session nothing but a take-over, never block it.
  *
  * `layerMemory` keeps the records in this process; `fromRecords` builds the service over any
@@ -124,6 +124,15 @@ export interface OwnershipOptions {
 export const defaultTtlMs = 4_000
 
 /**
+ * The longest lifetime of a claim (10 minutes): no host writes one lapsing further ahead, so a
+ * record that does (a far-future expiry someone wrote into the store) is no claim and is taken over.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const horizonMs = 600_000
+
+/**
  * A compare-and-set store of one record per session: what `fromRecords` needs.
  *
  * @since 0.1.0
@@ -149,8 +158,8 @@ const firstIssue = (error: ParseResult.ParseError): string => ParseIssues.descri
 
 const checkTtl = (options: OwnershipOptions): number => {
   const ttlMs = options.ttlMs ?? defaultTtlMs
-  if (!Number.isSafeInteger(ttlMs) || ttlMs < 1) {
-    throw new HarnessError.ConfigError({ option: "ttlMs", detail: `a claim's lifetime is a positive integer of milliseconds, got ${String(options.ttlMs)}` })
+  if (!Number.isSafeInteger(ttlMs) || ttlMs < 1 || ttlMs > horizonMs) {
+    throw new HarnessError.ConfigError({ option: "ttlMs", detail: `a claim's lifetime is a positive integer of milliseconds up to ${horizonMs}, got ${String(options.ttlMs)}` })
   }
   return ttlMs
 }
@@ -223,6 +232,9 @@ const makeClaim = (records: ClaimRecords, ttlMs: number, lost: LostError) =>
     }
   })
 
+/** Whether a claim holds at `now`: not lapsed, and not lapsing further ahead than any host writes one (garbage). */
+const isLive = (record: typeof ClaimHead.Type, now: number): boolean => record.expiresAt > now && record.expiresAt <= now + horizonMs
+
 /** Why another owner's live claim refuses this one. */
 const held = (sessionId: Ids.SessionId, record: typeof ClaimHead.Type) =>
   new OwnershipError({
@@ -245,7 +257,7 @@ const claimer = (records: ClaimRecords, ttlMs: number, read: Read, lost: LostErr
       for (let attempt = 0; attempt < maxAttempts; attempt++) {
         const now = yield* Clock.currentTimeMillis
         const current = yield* read(sessionId)
-        if (current?.record !== undefined && current.record.owner !== ownerId && current.record.expiresAt > now) {
+        if (current?.record !== undefined && current.record.owner !== ownerId && isLive(current.record, now)) {
           return yield* Effect.fail(held(sessionId, current.record))
         }
         const expiresAt = now + ttlMs
@@ -270,7 +282,7 @@ export const fromRecords = (records: ClaimRecords, options: OwnershipOptions = {
   const holder = (sessionId: Ids.SessionId) =>
     Effect.flatMap(read(sessionId), (current) =>
       Effect.map(Clock.currentTimeMillis, (now) =>
-        current?.record === undefined || current.record.expiresAt <= now
+        current?.record === undefined || !isLive(current.record, now)
           ? Option.none()
           : Option.some({ ownerId: current.record.owner, expiresAt: current.record.expiresAt })))
   return { ttlMs, claim: claimer(records, ttlMs, read, lostError(read)), holder }
