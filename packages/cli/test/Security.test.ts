@@ -89,7 +89,12 @@ const waitJs = `export const wait = tool({
 
 beforeAll(async () => {
   directory = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-security-"))
-  fs.writeFileSync(path.join(directory, "profiles.json"), JSON.stringify({ profiles: [{ name: "standard", policy: { allowedLanguages: ["JavaScript"] } }] }))
+  fs.writeFileSync(path.join(directory, "profiles.json"), JSON.stringify({
+    profiles: [
+      { name: "standard", policy: { allowedLanguages: ["JavaScript"] } },
+      { name: "billing", credentialName: "BILLING_TOKEN", principals: ["sessions2"], policy: { allowedLanguages: ["JavaScript"] } }
+    ]
+  }))
   expect([...commands.keys()]).toEqual(["auth", "coordinator", "worker", "sessions", "status"])
   const printer = spawnCli(asWritten("auth"))
   expect(await printer.exited(), printer.stderr()).toBe(0)
@@ -287,6 +292,35 @@ describe("a namespace run with the authorization of `jitbox auth config`", () =>
     await victimWorks()
     await nc.close()
     await operator.nc.close()
+  }, 60_000)
+
+  it("a session host a credential profile does not list: admitting under it is refused NotAllowed, so its credential never reaches that host's code", async () => {
+    const { nc } = await attacker("sessions")
+    const ask = async (op: string, payload: Record<string, unknown>) =>
+      decode((await nc.request(`${p}.coordinator.sessions.${op}`, encode({ v: 2, kind: op, ...payload }), { timeout: 10_000 })).data)
+    const refused = await ask("admit", { session_id: "mine", profile: "billing", deployment_consent: true })
+    expect(refused.error?._tag, JSON.stringify(refused)).toBe("AdmissionError")
+    expect(refused.error?.reason).toBe("NotAllowed")
+    // the principal it lists is admitted
+    const listed = await attacker("sessions2")
+    const admitted = decode((await listed.nc.request(`${p}.coordinator.sessions2.admit`, encode({ v: 2, kind: "admit", session_id: "billed", profile: "billing", deployment_consent: true }), { timeout: 10_000 })).data)
+    expect(admitted.kind, JSON.stringify(admitted)).toBe("ok")
+    await victimWorks()
+    await nc.close()
+    await listed.nc.close()
+  }, 60_000)
+
+  it("worker, application, observer: writing a claim on a session (garbage, or a squatting owner) into the claims bucket is refused by the server", async () => {
+    const squat = encode({ v: 1, owner: "squatter", expiresAt: 8.64e15 })
+    for (const user of ["worker-default", "app", "observer"]) {
+      const { nc, refusals } = await attacker(user)
+      nc.publish(`$KV.jitbox-owners-${namespace}.session.victim`, squat)
+      await nc.flush()
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect(refusals.some((refusal) => refusal.includes(`Publish to "$KV.jitbox-owners-${namespace}.session.victim"`)), `${user}: ${refusals.join("; ")}`).toBe(true)
+      await nc.close()
+    }
+    await victimWorks()
   }, 60_000)
 
   it("worker, session host, application: writing a lease into the coordinator's ledger bucket is refused by the server", async () => {
