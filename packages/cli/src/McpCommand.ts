@@ -12,7 +12,9 @@
  *   in this process with code tools sandboxed in subprocesses (`SandboxRunner`); or, with
  *   `--session SID`, the session SID of a namespace, hosted by `jitbox sessions` and reached over
  *   NATS (`--server`, `--namespace`, the credentials and TLS options, as every command). Over HTTP every MCP session
- *   then serves that one session.
+ *   then serves that one session. The session is reached before serving: one that has no stored
+ *   snapshot and is not active is refused (`ConfigError` naming `--create`) unless `--create` is
+ *   given, so a mistyped id starts no new session.
  *
  * With `--otlp URL` (or OTEL_EXPORTER_OTLP_ENDPOINT) it exports a span per tool call of a local
  * session and the call metrics as service `jitbox-mcp` (`Telemetry`).
@@ -27,7 +29,7 @@ import { Command, HelpDoc, Options } from "@effect/cli"
 import { HarnessError, JitHarness, JitHarnessSnapshot, type JitPolicy } from "@jitbox/core"
 import { HttpServer, McpError, ServedSession, StdioServer } from "@jitbox/mcp"
 import { NatsTransport } from "@jitbox/nats"
-import { RemoteSession, type TransportError } from "@jitbox/runtime"
+import { RemoteSession, TransportError } from "@jitbox/runtime"
 import { SandboxRunner } from "@jitbox/sandbox"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
@@ -82,6 +84,11 @@ export const snapshot = Options.file("snapshot", { exists: "yes" }).pipe(
 export const session = Options.text("session").pipe(
   Options.withDescription("Serve this session of the namespace, hosted by `jitbox sessions` and reached over NATS (--server, --creds, --namespace)"),
   Options.optional
+)
+
+/** @since 0.1.0 @category options */
+export const create = Options.boolean("create").pipe(
+  Options.withDescription("With --session: start the session if nobody has stored it (without it, a session id with no stored snapshot that is not active is refused, so a typo starts no new session)")
 )
 
 /** @since 0.1.0 @category options */
@@ -166,16 +173,31 @@ const localSessions = (
     }
   })
 
-/** The session `sessionId` of the namespace, over NATS; closing an MCP session leaves it to its host. */
+/** What reaching the session at start fails with: a session nobody stored (without `--create`) is a `ConfigError` naming `--create`. */
+const unreachable = (sessionId: string, namespace: string) => (error: unknown): McpCommandError =>
+  error instanceof JitHarnessSnapshot.SnapshotError && error.reason === "NotFound"
+    ? new HarnessError.ConfigError({
+      option: "--session",
+      detail: `no session ${sessionId} is stored or active in namespace ${namespace}; check the id, or give --create to start a new session`
+    })
+    : error instanceof HarnessError.ConfigError || error instanceof TransportError.TransportError || error instanceof JitHarnessSnapshot.SnapshotError
+    ? error
+    : new McpError.McpServeError({ reason: "Session", detail: `session ${sessionId} of ${namespace}: ${describe(error)}` })
+
+/**
+ * The session `sessionId` of the namespace, over NATS, reached once before serving (activated by a
+ * host, or refused when nobody stored it and `create` is off); closing an MCP session leaves it to its host.
+ */
 const remoteSession = (
-  config: Connection.ConnectionConfig,
+  config: Connection.ConnectionConfig & { readonly create: boolean },
   sessionId: string,
   telemetry: Telemetry.Telemetry
-): Effect.Effect<Opener, HarnessError.ConfigError | TransportError.TransportError, Scope.Scope> =>
+): Effect.Effect<Opener, McpCommandError, Scope.Scope> =>
   Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
     const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(Connection.serving(config, `jitbox-mcp-${namespace}`))))
-    const remote = yield* RemoteSession.make(sessionId, { prefix }).pipe(Effect.provide(transport), telemetry.provide)
+    const remote = yield* RemoteSession.make(sessionId, { prefix, create: config.create }).pipe(Effect.provide(transport), telemetry.provide)
+    yield* Effect.tryPromise({ try: () => remote.listTools(), catch: unreachable(sessionId, namespace) })
     return {
       label: `session ${remote.sessionId} of ${namespace}`,
       open: () =>
@@ -239,7 +261,7 @@ const serveStdio = (opener: Opener): Effect.Effect<void, McpError.McpServeError,
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
   "mcp",
-  { ...Connection.options, http, host, httpToken, noAuth, allowedHost, snapshot, session, inspectionTools, policy, maxSessions, idleTimeout, otlp: Telemetry.otlp },
+  { ...Connection.options, http, host, httpToken, noAuth, allowedHost, snapshot, session, create, inspectionTools, policy, maxSessions, idleTimeout, otlp: Telemetry.otlp },
   (config): Effect.Effect<void, McpCommandError> => {
     const opener = Effect.gen(function*() {
       // first in the scope, so shut down (flushing every span) after the sessions are closed
@@ -252,6 +274,9 @@ export const command = Command.make(
     const checked = Effect.gen(function*() {
       if (Option.isSome(config.session) && Option.isSome(config.snapshot)) {
         return yield* new HarnessError.ConfigError({ option: "--snapshot", detail: "serves a local session; --session serves a remote one: give one of them" })
+      }
+      if (config.create && Option.isNone(config.session)) {
+        return yield* new HarnessError.ConfigError({ option: "--create", detail: "starts a remote session nobody has stored: it goes with --session" })
       }
       if (config.maxSessions < 1) return yield* new HarnessError.ConfigError({ option: "--max-sessions", detail: "must be at least 1" })
       return yield* opener

@@ -55,6 +55,11 @@ export interface RemoteSessionOptions {
   readonly traceHeaders?: (() => Transport.Headers | undefined) | undefined
   /** The clock a request's deadline is measured by (default: the system clock; `make` passes the context's `Clock`). */
   readonly clock?: Clock.Clock | undefined
+  /**
+   * Whether a session nobody has stored may be started (default true). With `false` the hosts
+   * activate only a stored session, and a request to any other fails `SnapshotError` `NotFound`.
+   */
+  readonly create?: boolean | undefined
 }
 
 /** @since 0.1.0 @category constants */
@@ -96,7 +101,7 @@ export class RemoteSession implements SessionApi {
     this.activation = Subject.sessionsActivate(options.prefix)
     this.timeoutMs = options.timeoutMs ?? defaults.timeoutMs
     this.clock = options.clock ?? systemClock
-    this.activateMessage = Envelope.encode("activate", { session_id: this.sessionId })
+    this.activateMessage = Envelope.encode("activate", { session_id: this.sessionId, ...(options.create === false ? { create: false } : {}) })
     this.traceHeaders = options.traceHeaders
     const invoke = Protocol.client(SessionProtocol.manage, () => this.manage, (_kind, payload) => this.send(this.manage, payload, this.timeoutMs, undefined))
     const { forget: _forget, ...operations } = Protocol.facade(SessionProtocol.manage, invoke)
