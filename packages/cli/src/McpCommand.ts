@@ -26,23 +26,22 @@
  * @since 0.1.0
  */
 import { Command, HelpDoc, Options } from "@effect/cli"
-import { HarnessError, JitHarness, JitHarnessSnapshot, type JitPolicy } from "@jitbox/core"
-import { HttpServer, McpError, ServedSession, StdioServer } from "@jitbox/mcp"
-import { NatsTransport } from "@jitbox/nats"
-import { RemoteSession, TransportError } from "@jitbox/runtime"
-import { SandboxRunner } from "@jitbox/sandbox"
+import { HarnessError, type JitHarnessSnapshot } from "@jitbox/core"
+import type { McpError } from "@jitbox/mcp"
+import type { TransportError } from "@jitbox/runtime"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import type * as Scope from "effect/Scope"
 import * as Connection from "./Connection.js"
 import * as Serve from "./Serve.js"
 import * as SessionsCommand from "./SessionsCommand.js"
 import * as Telemetry from "./Telemetry.js"
+
+/** The defaults of `--host` and `--max-sessions`: `HttpServer.defaults`' (a test checks), here so that `--help` loads no MCP server. @since 0.1.0 @category constants */
+export const defaults = { host: "127.0.0.1", maxSessions: 32 } as const
 
 /** @since 0.1.0 @category options */
 export const http = Options.integer("http").pipe(
@@ -52,8 +51,8 @@ export const http = Options.integer("http").pipe(
 
 /** @since 0.1.0 @category options */
 export const host = Options.text("host").pipe(
-  Options.withDescription(`The address --http listens on (default ${HttpServer.defaults.host}: this machine only)`),
-  Options.withDefault(HttpServer.defaults.host)
+  Options.withDescription(`The address --http listens on (default ${defaults.host}: this machine only)`),
+  Options.withDefault(defaults.host)
 )
 
 /** @since 0.1.0 @category options */
@@ -99,8 +98,8 @@ export const inspectionTools = Options.choice("inspection-tools", ["always", "de
 
 /** @since 0.1.0 @category options */
 export const maxSessions = Options.integer("max-sessions").pipe(
-  Options.withDescription(`With --http: MCP sessions served at once (default ${HttpServer.defaults.maxSessions})`),
-  Options.withDefault(HttpServer.defaults.maxSessions)
+  Options.withDescription(`With --http: MCP sessions served at once (default ${defaults.maxSessions})`),
+  Options.withDefault(defaults.maxSessions)
 )
 
 /** @since 0.1.0 @category options */
@@ -123,87 +122,6 @@ export type McpCommandError =
   | TransportError.TransportError
   | JitHarnessSnapshot.SnapshotError
   | McpError.McpServeError
-
-interface Opener {
-  /** What the command serves, for its `ready` line. */
-  readonly label: string
-  readonly open: () => Promise<ServedSession.OpenedSession>
-}
-
-const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
-
-/** Sessions in this process, each a harness from the snapshot (or empty), code sandboxed in subprocesses. */
-const localSessions = (
-  file: Option.Option<string>,
-  options: { readonly inspectionTools: "always" | "deferred" | "hidden"; readonly policy: Option.Option<JitPolicy.JitPolicyInput> },
-  telemetry: Telemetry.Telemetry
-): Effect.Effect<Opener, JitHarnessSnapshot.SnapshotError | HarnessError.ConfigError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const template = yield* Option.match(file, {
-      onNone: () => Effect.succeed(undefined),
-      onSome: (path) =>
-        Effect.tryPromise({
-          try: () => JitHarnessSnapshot.load(path),
-          catch: (error) =>
-            error instanceof JitHarnessSnapshot.SnapshotError
-              ? error
-              : new JitHarnessSnapshot.SnapshotError({ reason: "Io", detail: `${path}: ${describe(error)}` })
-        })
-    })
-    const runner = yield* Effect.acquireRelease(Effect.sync(() => SandboxRunner.make()), (made) => Effect.promise(() => made.close()))
-    const harnessOptions = {
-      codeExecution: "sandboxed" as const,
-      runners: [runner],
-      inspectionTools: options.inspectionTools,
-      ...telemetry.sinks,
-      ...Option.match(options.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) })
-    }
-    // a bad option fails now, not on the first session
-    yield* Effect.try({ try: () => new JitHarness({ ...harnessOptions, sessionId: "options-check" }).release(), catch: (error) => error as HarnessError.ConfigError })
-    let opened = 0
-    return {
-      label: Option.match(file, { onNone: () => "fresh session", onSome: (path) => `snapshot ${path}` }),
-      open: async () => {
-        const sessionId = `mcp-${++opened}`
-        const harness = template === undefined
-          ? new JitHarness({ ...harnessOptions, sessionId })
-          : new JitHarness(template, { ...harnessOptions, sessionId })
-        return { session: harness, events: ServedSession.eventsOf(harness), close: () => harness.release() }
-      }
-    }
-  })
-
-/** What reaching the session at start fails with: a session nobody stored (without `--create`) is a `ConfigError` naming `--create`. */
-const unreachable = (sessionId: string, namespace: string) => (error: unknown): McpCommandError =>
-  error instanceof JitHarnessSnapshot.SnapshotError && error.reason === "NotFound"
-    ? new HarnessError.ConfigError({
-      option: "--session",
-      detail: `no session ${sessionId} is stored or active in namespace ${namespace}; check the id, or give --create to start a new session`
-    })
-    : error instanceof HarnessError.ConfigError || error instanceof TransportError.TransportError || error instanceof JitHarnessSnapshot.SnapshotError
-    ? error
-    : new McpError.McpServeError({ reason: "Session", detail: `session ${sessionId} of ${namespace}: ${describe(error)}` })
-
-/**
- * The session `sessionId` of the namespace, over NATS, reached once before serving (activated by a
- * host, or refused when nobody stored it and `create` is off); closing an MCP session leaves it to its host.
- */
-const remoteSession = (
-  config: Connection.ConnectionConfig & { readonly create: boolean },
-  sessionId: string,
-  telemetry: Telemetry.Telemetry
-): Effect.Effect<Opener, McpCommandError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const { namespace, prefix } = yield* Connection.prefixOf(config)
-    const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(Connection.serving(config, `jitbox-mcp-${namespace}`))))
-    const remote = yield* RemoteSession.make(sessionId, { prefix, create: config.create }).pipe(Effect.provide(transport), telemetry.provide)
-    yield* Effect.tryPromise({ try: () => remote.listTools(), catch: unreachable(sessionId, namespace) })
-    return {
-      label: `session ${remote.sessionId} of ${namespace}`,
-      open: () =>
-        Promise.resolve({ session: remote, events: (listener) => remote.listen(listener), close: () => Promise.resolve() })
-    }
-  })
 
 /**
  * The bearer token `--http` requires: `--http-token` (or `JITBOX_MCP_TOKEN`), or none with
@@ -236,27 +154,8 @@ export const httpAuth = (
   return Effect.succeed(token.value)
 }
 
-/** Opens the one session stdio serves, and serves it until stdin ends or the command is interrupted. */
-const serveStdio = (opener: Opener): Effect.Effect<void, McpError.McpServeError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const opened = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => opener.open(),
-        catch: (error) => new McpError.McpServeError({ reason: "Session", detail: `${opener.label}: ${describe(error)}` })
-      }),
-      (session) => Effect.promise(() => session.close().catch(() => undefined))
-    )
-    const served = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => StdioServer.serve(opened.session, { events: opened.events }),
-        catch: (error) => new McpError.McpServeError({ reason: "Session", detail: `${opener.label}: ${describe(error)}` })
-      }),
-      (server) => Effect.promise(() => server.close())
-    )
-    yield* Console.error(`ready mcp stdio ${opener.label}`)
-    yield* Effect.promise(() => served.closed)
-    yield* Console.error(`stopped mcp stdio ${opener.label}`)
-  })
+/** The serving half of the command, loaded when it runs. */
+const serving = Effect.promise(() => import("./McpServe.js"))
 
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
@@ -266,6 +165,7 @@ export const command = Command.make(
     const opener = Effect.gen(function*() {
       // first in the scope, so shut down (flushing every span) after the sessions are closed
       const telemetry = yield* Telemetry.install(config.otlp, "jitbox-mcp")
+      const { localSessions, remoteSession } = yield* serving
       return yield* Option.match(config.session, {
         onNone: () => localSessions(config.snapshot, config, telemetry),
         onSome: (sessionId) => remoteSession(config, sessionId, telemetry)
@@ -282,13 +182,16 @@ export const command = Command.make(
       return yield* opener
     })
     return Option.match(config.http, {
-      onNone: () => Effect.scoped(Effect.flatMap(checked, serveStdio)).pipe(Effect.onInterrupt(() => Console.error("stopped mcp stdio"))),
+      onNone: () =>
+        Effect.scoped(Effect.flatMap(Effect.zip(checked, serving), ([made, { serveStdio }]) => serveStdio(made))).pipe(
+          Effect.onInterrupt(() => Console.error("stopped mcp stdio"))
+        ),
       onSome: (port) =>
         Serve.untilInterrupted(Effect.gen(function*() {
           if (port < 0 || port > 65_535) return yield* new HarnessError.ConfigError({ option: "--http", detail: `a port is 0 to 65535, got ${port}` })
           const bearerToken = yield* httpAuth(config)
           const made = yield* checked
-          const server = yield* HttpServer.serve({
+          const server = yield* (yield* serving).serveHttp({
             open: made.open,
             port,
             host: config.host,

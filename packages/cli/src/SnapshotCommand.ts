@@ -26,7 +26,6 @@ import { Args, Command, Options } from "@effect/cli"
 import { HarnessError, JitHarness, JitHarnessSnapshot } from "@jitbox/core"
 import type { CodeRunner } from "@jitbox/core"
 import type { TransportError } from "@jitbox/runtime"
-import { SandboxRunner } from "@jitbox/sandbox"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -290,6 +289,8 @@ export const verify = (
   onTool: (name: string, done: number) => void = () => undefined
 ): Effect.Effect<{ readonly tools: number; readonly textTools: number }, JitHarnessSnapshot.SnapshotError | HarnessError.ConfigError | HarnessError.PackageError> =>
   Effect.scoped(Effect.gen(function*() {
+    // loaded here: the other commands, and --help, need no sandbox
+    const { SandboxRunner } = yield* Effect.promise(() => import("@jitbox/sandbox"))
     const sandbox = yield* SandboxRunner.scoped()
     let done = 0
     const counting: CodeRunner.CodeRunnerShape = {

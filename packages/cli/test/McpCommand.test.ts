@@ -32,6 +32,8 @@ import * as Option from "effect/Option"
 import { type ChildProcess, spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { create as js, doubleSource, quadrupleSource, slowSource, textOf, waitUntil } from "../../mcp/test/fixtures.js"
+import { HttpServer } from "@jitbox/mcp"
+import { McpCommand } from "../src/index.js"
 import { plain } from "./cliProcess.js"
 import { inProcess } from "./inProcess.js"
 
@@ -178,6 +180,10 @@ describe("jitbox mcp over stdio", () => {
     const failure = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
     expect(failure).toBeInstanceOf(JitHarnessSnapshot.SnapshotError)
     expect(String((failure as Error).message)).toMatch(/bad\.json/)
+  })
+
+  it("the defaults of --host and --max-sessions are HttpServer's (kept in the command so that --help loads no MCP server)", () => {
+    expect(McpCommand.defaults).toEqual({ host: HttpServer.defaults.host, maxSessions: HttpServer.defaults.maxSessions })
   })
 
   it("--help names the transports, the session sources and the bounds", async () => {
