@@ -19,6 +19,9 @@
  * With `--otlp URL` (or OTEL_EXPORTER_OTLP_ENDPOINT) it exports a span per tool call of a local
  * session and the call metrics as service `jitbox-mcp` (`Telemetry`).
  *
+ * What serves is `McpServe`, loaded only when the command runs, so that `--help` and the other
+ * commands load no MCP server.
+ *
  * Exit codes: 0 when it stopped (stdin ended, SIGTERM, SIGINT); 1 when it could not start (a bad
  * argument, a snapshot that does not load or activate, NATS or the session unreachable, a port in
  * use).
