@@ -332,11 +332,13 @@ describe("the packed packages in a project outside the repository", () => {
     }
   })
 
-  it("@jitbox/cli: the packed manifest's bin is dist/bin.js, a node script in the tarball", () => {
+  it("@jitbox/cli: the packed manifest's bin is bin/jitbox.js, a node script in the tarball that runs dist/bin.js", () => {
     const { entries, manifest } = packed.get("cli")!
-    expect(manifest.bin).toEqual({ jitbox: "./dist/bin.js" })
-    expect(entries).toContain("package/dist/bin.js")
-    expect(fs.readFileSync(path.join(packageDir("cli"), "dist/bin.js"), "utf8").split("\n")[0]).toBe("#!/usr/bin/env node")
+    expect(manifest.bin).toEqual({ jitbox: "./bin/jitbox.js" })
+    expect(entries).toEqual(expect.arrayContaining(["package/bin/jitbox.js", "package/dist/bin.js"]))
+    const shim = fs.readFileSync(path.join(packageDir("cli"), "bin/jitbox.js"), "utf8")
+    expect(shim.split("\n")[0]).toBe("#!/usr/bin/env node")
+    expect(shim).toContain(`new URL("../dist/bin.js", import.meta.url)`)
   })
 
   it("the installed jitbox binary runs: its version, and the help of jitbox worker", async () => {

@@ -13,13 +13,16 @@
  * @since 0.1.0
  */
 import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
-import { Bench, type BenchError, type BenchResult, type Target } from "@jitbox/bench"
+import type { Bench, BenchError, BenchResult, Target } from "@jitbox/bench"
 import type { HarnessError } from "@jitbox/core"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Connection from "./Connection.js"
 import * as Progress from "./Progress.js"
+
+/** `Bench.defaults` (a test checks), here so that `--help` and the other commands load no benchmark. @since 0.1.0 @category constants */
+export const defaults = { concurrency: 1, warmup: 20, iterations: 200, maximumDepth: 16 } as const
 
 const helpOf = (error: unknown) => HelpDoc.p(error instanceof Error ? error.message : String(error))
 
@@ -37,8 +40,8 @@ const atLeast = (name: string, min: number) => (value: number): number => {
 export const parseDepths = (text: string): ReadonlyArray<number> => {
   const parts = text.split(",").map((part) => part.trim())
   const depths = parts.map(Number)
-  if (parts.length === 0 || parts.some((part) => !/^\d+$/.test(part)) || depths.some((d) => d > Bench.defaults.maximumDepth)) {
-    throw new Error(`--depths: expected comma-separated depths from 0 to ${Bench.defaults.maximumDepth} such as 0,1,2,4, got '${text}'`)
+  if (parts.length === 0 || parts.some((part) => !/^\d+$/.test(part)) || depths.some((d) => d > defaults.maximumDepth)) {
+    throw new Error(`--depths: expected comma-separated depths from 0 to ${defaults.maximumDepth} such as 0,1,2,4, got '${text}'`)
   }
   return depths
 }
@@ -63,12 +66,12 @@ export const options = {
     Options.optional
   ),
   concurrency: Options.integer("concurrency").pipe(
-    Options.withDescription(`Calls in flight (default ${Bench.defaults.concurrency})`),
+    Options.withDescription(`Calls in flight (default ${defaults.concurrency})`),
     Options.mapTryCatch(atLeast("concurrency", 1), helpOf),
-    Options.withDefault(Bench.defaults.concurrency)
+    Options.withDefault(defaults.concurrency)
   ),
   depth: Options.integer("depth").pipe(
-    Options.withDescription(`One nesting depth: generated composing tools put in front of the tool (0–${Bench.defaults.maximumDepth}, default 0)`),
+    Options.withDescription(`One nesting depth: generated composing tools put in front of the tool (0–${defaults.maximumDepth}, default 0)`),
     Options.mapTryCatch(atLeast("depth", 0), helpOf),
     Options.optional
   ),
@@ -78,14 +81,14 @@ export const options = {
     Options.optional
   ),
   warmup: Options.integer("warmup").pipe(
-    Options.withDescription(`Untimed calls before each measured phase (default ${Bench.defaults.warmup})`),
+    Options.withDescription(`Untimed calls before each measured phase (default ${defaults.warmup})`),
     Options.mapTryCatch(atLeast("warmup", 0), helpOf),
-    Options.withDefault(Bench.defaults.warmup)
+    Options.withDefault(defaults.warmup)
   ),
   iterations: Options.integer("iterations").pipe(
-    Options.withDescription(`Timed calls of each measured phase (default ${Bench.defaults.iterations})`),
+    Options.withDescription(`Timed calls of each measured phase (default ${defaults.iterations})`),
     Options.mapTryCatch(atLeast("iterations", 1), helpOf),
-    Options.withDefault(Bench.defaults.iterations)
+    Options.withDefault(defaults.iterations)
   ),
   json: Options.boolean("json").pipe(Options.withDescription("Print the result as JSON instead of a table")),
   out: Options.directory("out").pipe(
@@ -176,8 +179,8 @@ export const command = Command.make("bench", options, (config): Effect.Effect<vo
   Effect.gen(function*() {
     if (Option.isSome(config.depth) && Option.isSome(config.depths)) return yield* badArgument("give --depth or --depths, not both")
     if (config.harness && Option.isSome(config.session)) return yield* badArgument("--harness runs in this process and --session in a remote one: give one of them")
-    if (Option.isSome(config.depth) && config.depth.value > Bench.defaults.maximumDepth) {
-      return yield* badArgument(`--depth: at most ${Bench.defaults.maximumDepth}, got ${config.depth.value}`)
+    if (Option.isSome(config.depth) && config.depth.value > defaults.maximumDepth) {
+      return yield* badArgument(`--depth: at most ${defaults.maximumDepth}, got ${config.depth.value}`)
     }
     const depths = Option.isSome(config.depths) ? config.depths.value : Option.isSome(config.depth) ? [config.depth.value] : [0]
     let target: Target.TargetOptions = config.harness ? { kind: "harness" } : { kind: "embedded" }
@@ -191,6 +194,7 @@ export const command = Command.make("bench", options, (config): Effect.Effect<vo
         session: config.session.value
       }
     }
+    const { Bench } = yield* Effect.promise(() => import("@jitbox/bench"))
     const progress = Progress.make()
     const result = yield* Bench.benchmark({
       snapshot: config.snapshot,

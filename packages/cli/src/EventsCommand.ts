@@ -2,12 +2,14 @@
  * `jitbox events tail [--session SID]`: the namespace's events as they happen, from the
  * `events.<sid>.<name>` subjects every session host publishes (`StreamPublisher`). Each message
  * is decoded with the core's event schema (`JitToolEvent`, in the runtime's envelope); what does
- * not decode, or is larger than any event, is skipped.
+ * not decode, or is larger than any event, is skipped. A call's duration is the one its session
+ * measured: the `duration_ms` of its profile record (`profile.<sid>`, published just before its
+ * `jit_tool_completed`), never the time between two arrivals here; a completion whose record has
+ * not arrived waits for it up to `recordGrace`, and is shown without a duration when none comes.
  *
  * On a terminal it draws a live table, redrawn in place at most four times a second: per tool
  * (at most `--rows`, the most recently active first) the calls running, completed and failed, and
- * the durations of the last few (from the `jit_tool_started` to the `jit_tool_completed` of one
- * call, as this process received them). Piped, or with `--json`, it prints one line per event:
+ * the durations of the last few. Piped, or with `--json`, it prints one line per event:
  *
  *     2026-12-01T06:10:00.000Z s1 jit_tool_completed square call=call_1a2b_3 origin=code ok 12ms
  *     {"at":"2026-12-01T06:10:00.000Z","sessionId":"s1","durationMs":12,"event":{"type":"CUSTOM",…}}
@@ -21,7 +23,10 @@ import { Command, HelpDoc, Options } from "@effect/cli"
 import { type HarnessError, JitToolEvent } from "@jitbox/core"
 import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Envelope, Ids, Subject, Transport, type TransportError } from "@jitbox/runtime"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
@@ -48,7 +53,7 @@ export interface Received {
   readonly at: number
   readonly sessionId: string
   readonly event: JitToolEvent.JitToolEvent
-  /** For a `jit_tool_completed` whose start was seen: milliseconds between the two. */
+  /** For a `jit_tool_completed` whose profile record was seen: the call's duration as its session measured it. */
   readonly durationMs: number | undefined
 }
 
@@ -58,8 +63,48 @@ export const EventMessage = Schema.Struct({ v: Schema.Literal(Envelope.version),
 /** No event is larger; a larger message is skipped unread. @since 0.1.0 @category constants */
 export const maxEventBytes = 16_384
 
+/** The part of the envelope of a profile record (`StreamPublisher`) that times a call. @since 0.1.0 @category schemas */
+export const ProfileRecordMessage = Schema.Struct({
+  v: Schema.Literal(Envelope.version),
+  kind: Schema.Literal("profile_record"),
+  record: Schema.Struct({ session_id: Schema.String, call_id: Schema.String, duration_ms: Schema.NonNegative })
+})
+
+/** A call's duration, as its session measured it. @since 0.1.0 @category models */
+export interface Timing {
+  readonly sessionId: string
+  readonly callId: string
+  readonly durationMs: number
+}
+
+/** How long a completion waits for its profile record before it is shown without a duration. @since 0.1.0 @category constants */
+export const recordGrace = Duration.millis(250)
+
 const decodeMessage = Schema.decodeUnknownEither(EventMessage)
+const decodeRecord = Schema.decodeUnknownEither(ProfileRecordMessage)
 const textDecoder = new TextDecoder()
+
+const parse = (data: Uint8Array): unknown => {
+  if (data.length > maxEventBytes) return undefined
+  try {
+    return JSON.parse(textDecoder.decode(data))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The timing a profile record message holds, or none when it is not one.
+ *
+ * @since 0.1.0
+ * @category codecs
+ */
+export const decodeTiming = (data: Uint8Array): Option.Option<Timing> => {
+  const decoded = decodeRecord(parse(data))
+  return decoded._tag === "Right"
+    ? Option.some({ sessionId: decoded.right.record.session_id, callId: decoded.right.record.call_id, durationMs: decoded.right.record.duration_ms })
+    : Option.none()
+}
 
 /**
  * The event a message holds, or none when it is not one.
@@ -68,14 +113,7 @@ const textDecoder = new TextDecoder()
  * @category codecs
  */
 export const decodeEvent = (data: Uint8Array): Option.Option<JitToolEvent.JitToolEvent> => {
-  if (data.length > maxEventBytes) return Option.none()
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(textDecoder.decode(data))
-  } catch {
-    return Option.none()
-  }
-  const decoded = decodeMessage(parsed)
+  const decoded = decodeMessage(parse(data))
   return decoded._tag === "Right" ? Option.some(decoded.right.event) : Option.none()
 }
 
@@ -87,24 +125,50 @@ interface ToolStats {
   lastAt: number
 }
 
-/** Calls whose start is remembered, to time their completion; older ones are forgotten. */
+/** Calls whose start (or timing) is remembered; older ones are forgotten. */
 const maxOpenCalls = 10_000
 /** Durations kept per tool. */
 const recentDurations = 5
 /** Tools kept; the least recently active is forgotten past this. */
 const maxTools = 1_000
 
+const keyOf = (sessionId: string, callId: string) => `${sessionId}\u0000${callId}`
+
 /**
- * The counts and durations per tool, fed one event at a time.
+ * The counts and durations per tool, fed one event (and one call's timing) at a time.
  *
  * @since 0.1.0
  * @category models
  */
 export class Tally {
   readonly tools = new Map<string, ToolStats>()
-  private readonly open = new Map<string, number>()
+  private readonly open = new Set<string>()
+  private readonly timings = new Map<string, number>()
+  private readonly waiting = new Map<string, () => void>()
   events = 0
   dropped = 0
+
+  /** Remembers a call's duration (from its profile record) until its completion is counted. */
+  time(timing: Timing): void {
+    const key = keyOf(timing.sessionId, timing.callId)
+    if (this.timings.size >= maxOpenCalls) this.timings.delete(this.timings.keys().next().value!)
+    this.timings.set(key, timing.durationMs)
+    this.waiting.get(key)?.()
+  }
+
+  /** Whether the call's timing has arrived. */
+  timed(sessionId: string, callId: string): boolean {
+    return this.timings.has(keyOf(sessionId, callId))
+  }
+
+  /** Calls `arrived` once the call's timing arrives (until `cancel` is called). */
+  whenTimed(sessionId: string, callId: string, arrived: () => void): () => void {
+    const key = keyOf(sessionId, callId)
+    this.waiting.set(key, arrived)
+    return () => {
+      if (this.waiting.get(key) === arrived) this.waiting.delete(key)
+    }
+  }
 
   /** Counts `event`, arrived at `at`; answers what it was received as. */
   add(event: JitToolEvent.JitToolEvent, at: number): Received {
@@ -115,19 +179,18 @@ export class Tally {
       return { at, sessionId, event, durationMs: undefined }
     }
     const stats = this.statsOf(event.payload.tool_name, at)
-    const key = `${sessionId}\u0000${event.payload.tool_call_id}`
+    const key = keyOf(sessionId, event.payload.tool_call_id)
     if (event.name === "jit_tool_started") {
       stats.running++
-      if (this.open.size >= maxOpenCalls) this.open.delete(this.open.keys().next().value!)
-      this.open.set(key, at)
+      if (this.open.size >= maxOpenCalls) this.open.delete(this.open.values().next().value!)
+      this.open.add(key)
       return { at, sessionId, event, durationMs: undefined }
     }
-    const started = this.open.get(key)
-    this.open.delete(key)
-    if (started !== undefined) stats.running = Math.max(0, stats.running - 1)
+    if (this.open.delete(key)) stats.running = Math.max(0, stats.running - 1)
     if (event.payload.success) stats.completed++
     else stats.failed++
-    const durationMs = started === undefined ? undefined : at - started
+    const durationMs = this.timings.get(key)
+    this.timings.delete(key)
     if (durationMs !== undefined) {
       stats.recent.push(durationMs)
       if (stats.recent.length > recentDurations) stats.recent.shift()
@@ -241,6 +304,24 @@ export const rows = Options.integer("rows").pipe(
   Options.withDefault(20)
 )
 
+/**
+ * Waits, for a completion, until its call's timing has arrived or `recordGrace` has passed (by the
+ * Effect clock); at once for any other event.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const timingOf = (tally: Tally, event: JitToolEvent.JitToolEvent): Effect.Effect<void> => {
+  if (event.name !== "jit_tool_completed" || tally.timed(event.payload.session_id, event.payload.tool_call_id)) return Effect.void
+  const { session_id, tool_call_id } = event.payload
+  return Effect.flatMap(Deferred.make<void>(), (arrived) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => tally.whenTimed(session_id, tool_call_id, () => Deferred.unsafeDone(arrived, Exit.void))),
+      () => Effect.timeoutOption(Deferred.await(arrived), recordGrace),
+      (cancel) => Effect.sync(cancel)
+    ))
+}
+
 /** What `jitbox events tail` can fail with. @since 0.1.0 @category errors */
 export type EventsCommandError = HarnessError.ConfigError | TransportError.TransportError | EventsTimeout
 
@@ -253,10 +334,14 @@ const tail = Command.make(
       const sessionId = Option.isSome(config.session) ? Option.some(yield* Ids.decode(Ids.SessionId, "--session")(config.session.value)) : Option.none()
       const transport = NatsTransport.fromConnection(yield* NatsConnection.make(yield* Connection.natsOptions(config, `jitbox-events-${namespace}`)))
       const pattern = Option.match(sessionId, { onNone: () => Subject.allEvents(prefix), onSome: (id) => Subject.sessionEvents(prefix, id) })
+      const profiles = Option.match(sessionId, { onNone: () => Subject.allProfiles(prefix), onSome: (id) => Subject.profile(prefix, id) })
+      // the timings first: a call's profile record is published just before its completion
+      const timings = yield* Transport.subscribe(profiles, { bufferSize: 4_096 }).pipe(Effect.provideService(Transport.Transport, transport))
       const stream = yield* Transport.subscribe(pattern, { bufferSize: 4_096 }).pipe(Effect.provideService(Transport.Transport, transport))
       const stdout = process.stdout
       const live = !config.json && Progress.isTerminal(stdout)
       const tally = new Tally()
+      yield* Effect.forkScoped(Stream.runForEach(Stream.filterMap(timings, (message) => decodeTiming(message.data)), (timing) => Effect.sync(() => tally.time(timing))))
       const title = `jitbox events ${namespace}${Option.match(sessionId, { onNone: () => "", onSome: (id) => ` session ${id}` })}`
       let drawn = 0
       let dirty = true
@@ -282,12 +367,12 @@ const tail = Command.make(
         Stream.filter((event) => Option.isNone(sessionId) || event.payload.session_id === sessionId.value),
         (events) => Option.isSome(config.count) ? Stream.take(events, config.count.value) : events,
         Stream.runForEach((event) =>
-          Effect.sync(() => {
+          Effect.zipRight(timingOf(tally, event), Effect.sync(() => {
             received++
             const counted = tally.add(event, Date.now())
             if (live) dirty = true
             else stdout.write(`${config.json ? jsonLine(counted) : line(counted)}\n`)
-          })
+          }))
         )
       )
       if (Option.isNone(config.timeout)) return yield* events

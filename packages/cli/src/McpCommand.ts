@@ -12,10 +12,15 @@
  *   in this process with code tools sandboxed in subprocesses (`SandboxRunner`); or, with
  *   `--session SID`, the session SID of a namespace, hosted by `jitbox sessions` and reached over
  *   NATS (`--server`, `--namespace`, the credentials and TLS options, as every command). Over HTTP every MCP session
- *   then serves that one session.
+ *   then serves that one session. The session is reached before serving: one that has no stored
+ *   snapshot and is not active is refused (`ConfigError` naming `--create`) unless `--create` is
+ *   given, so a mistyped id starts no new session.
  *
  * With `--otlp URL` (or OTEL_EXPORTER_OTLP_ENDPOINT) it exports a span per tool call of a local
  * session and the call metrics as service `jitbox-mcp` (`Telemetry`).
+ *
+ * What serves is `McpServe`, loaded only when the command runs, so that `--help` and the other
+ * commands load no MCP server.
  *
  * Exit codes: 0 when it stopped (stdin ended, SIGTERM, SIGINT); 1 when it could not start (a bad
  * argument, a snapshot that does not load or activate, NATS or the session unreachable, a port in
@@ -24,25 +29,23 @@
  * @since 0.1.0
  */
 import { Command, HelpDoc, Options } from "@effect/cli"
-import { HarnessError, JitHarness, JitHarnessSnapshot, type JitPolicy } from "@jitbox/core"
-import { HttpServer, McpError, ServedSession, StdioServer } from "@jitbox/mcp"
-import { NatsConnection, NatsTransport } from "@jitbox/nats"
-import { RemoteSession, type TransportError } from "@jitbox/runtime"
-import { SandboxRunner } from "@jitbox/sandbox"
+import { HarnessError, type JitHarnessSnapshot } from "@jitbox/core"
+import type { McpError } from "@jitbox/mcp"
+import type { TransportError } from "@jitbox/runtime"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
-import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import type * as Scope from "effect/Scope"
 import * as Connection from "./Connection.js"
 import * as Health from "./Health.js"
 import * as Serve from "./Serve.js"
 import * as SessionsCommand from "./SessionsCommand.js"
 import * as Telemetry from "./Telemetry.js"
+
+/** The defaults of `--host` and `--max-sessions`: `HttpServer.defaults`' (a test checks), here so that `--help` loads no MCP server. @since 0.1.0 @category constants */
+export const defaults = { host: "127.0.0.1", maxSessions: 32 } as const
 
 /** @since 0.1.0 @category options */
 export const http = Options.integer("http").pipe(
@@ -52,8 +55,8 @@ export const http = Options.integer("http").pipe(
 
 /** @since 0.1.0 @category options */
 export const host = Options.text("host").pipe(
-  Options.withDescription(`The address --http listens on (default ${HttpServer.defaults.host}: this machine only)`),
-  Options.withDefault(HttpServer.defaults.host)
+  Options.withDescription(`The address --http listens on (default ${defaults.host}: this machine only)`),
+  Options.withDefault(defaults.host)
 )
 
 /** @since 0.1.0 @category options */
@@ -87,6 +90,11 @@ export const session = Options.text("session").pipe(
 )
 
 /** @since 0.1.0 @category options */
+export const create = Options.boolean("create").pipe(
+  Options.withDescription("With --session: start the session if nobody has stored it (without it, a session id with no stored snapshot that is not active is refused, so a typo starts no new session)")
+)
+
+/** @since 0.1.0 @category options */
 export const inspectionTools = Options.choice("inspection-tools", ["always", "deferred", "hidden"] as const).pipe(
   Options.withDescription("Which inspection tools a local session offers (hidden: none of read_tool_source, inspect_tool_calls, …); default deferred, which MCP lists like always"),
   Options.withDefault("deferred" as const)
@@ -94,8 +102,8 @@ export const inspectionTools = Options.choice("inspection-tools", ["always", "de
 
 /** @since 0.1.0 @category options */
 export const maxSessions = Options.integer("max-sessions").pipe(
-  Options.withDescription(`With --http: MCP sessions served at once (default ${HttpServer.defaults.maxSessions})`),
-  Options.withDefault(HttpServer.defaults.maxSessions)
+  Options.withDescription(`With --http: MCP sessions served at once (default ${defaults.maxSessions})`),
+  Options.withDefault(defaults.maxSessions)
 )
 
 /** @since 0.1.0 @category options */
@@ -119,75 +127,6 @@ export type McpCommandError =
   | JitHarnessSnapshot.SnapshotError
   | McpError.McpServeError
   | Health.HealthServerError
-
-interface Opener {
-  /** What the command serves, for its `ready` line. */
-  readonly label: string
-  /** The NATS connection a remote session is reached over. */
-  readonly connection?: NatsConnection.NatsConnectionShape | undefined
-  readonly open: () => Promise<ServedSession.OpenedSession>
-}
-
-const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
-
-/** Sessions in this process, each a harness from the snapshot (or empty), code sandboxed in subprocesses. */
-const localSessions = (
-  file: Option.Option<string>,
-  options: { readonly inspectionTools: "always" | "deferred" | "hidden"; readonly policy: Option.Option<JitPolicy.JitPolicyInput> },
-  telemetry: Telemetry.Telemetry
-): Effect.Effect<Opener, JitHarnessSnapshot.SnapshotError | HarnessError.ConfigError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const template = yield* Option.match(file, {
-      onNone: () => Effect.succeed(undefined),
-      onSome: (path) =>
-        Effect.tryPromise({
-          try: () => JitHarnessSnapshot.load(path),
-          catch: (error) =>
-            error instanceof JitHarnessSnapshot.SnapshotError
-              ? error
-              : new JitHarnessSnapshot.SnapshotError({ reason: "Io", detail: `${path}: ${describe(error)}` })
-        })
-    })
-    const runner = yield* Effect.acquireRelease(Effect.sync(() => SandboxRunner.make()), (made) => Effect.promise(() => made.close()))
-    const harnessOptions = {
-      codeExecution: "sandboxed" as const,
-      runners: [runner],
-      inspectionTools: options.inspectionTools,
-      ...telemetry.sinks,
-      ...Option.match(options.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) })
-    }
-    // a bad option fails now, not on the first session
-    yield* Effect.try({ try: () => new JitHarness({ ...harnessOptions, sessionId: "options-check" }).release(), catch: (error) => error as HarnessError.ConfigError })
-    let opened = 0
-    return {
-      label: Option.match(file, { onNone: () => "fresh session", onSome: (path) => `snapshot ${path}` }),
-      open: async () => {
-        const sessionId = `mcp-${++opened}`
-        const harness = template === undefined
-          ? new JitHarness({ ...harnessOptions, sessionId })
-          : new JitHarness(template, { ...harnessOptions, sessionId })
-        return { session: harness, events: ServedSession.eventsOf(harness), close: () => harness.release() }
-      }
-    }
-  })
-
-/** The session `sessionId` of the namespace, over NATS; closing an MCP session leaves it to its host. */
-const remoteSession = (
-  config: Connection.ConnectionConfig,
-  sessionId: string,
-  telemetry: Telemetry.Telemetry
-): Effect.Effect<Opener, HarnessError.ConfigError | TransportError.TransportError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const { namespace, prefix } = yield* Connection.prefixOf(config)
-    const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provideMerge(Connection.serving(config, `jitbox-mcp-${namespace}`))))
-    const remote = yield* RemoteSession.make(sessionId, { prefix }).pipe(Effect.provide(transport), telemetry.provide)
-    return {
-      label: `session ${remote.sessionId} of ${namespace}`,
-      connection: Context.get(transport, NatsConnection.NatsConnection),
-      open: () =>
-        Promise.resolve({ session: remote, events: (listener) => remote.listen(listener), close: () => Promise.resolve() })
-    }
-  })
 
 /**
  * The bearer token `--http` requires: `--http-token` (or `JITBOX_MCP_TOKEN`), or none with
@@ -220,36 +159,18 @@ export const httpAuth = (
   return Effect.succeed(token.value)
 }
 
-/** Opens the one session stdio serves, and serves it until stdin ends or the command is interrupted. */
-const serveStdio = (opener: Opener): Effect.Effect<void, McpError.McpServeError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const opened = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => opener.open(),
-        catch: (error) => new McpError.McpServeError({ reason: "Session", detail: `${opener.label}: ${describe(error)}` })
-      }),
-      (session) => Effect.promise(() => session.close().catch(() => undefined))
-    )
-    const served = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => StdioServer.serve(opened.session, { events: opened.events }),
-        catch: (error) => new McpError.McpServeError({ reason: "Session", detail: `${opener.label}: ${describe(error)}` })
-      }),
-      (server) => Effect.promise(() => server.close())
-    )
-    yield* Console.error(`ready mcp stdio ${opener.label}`)
-    yield* Effect.promise(() => served.closed)
-    yield* Console.error(`stopped mcp stdio ${opener.label}`)
-  })
+/** The serving half of the command, loaded when it runs. */
+const serving = Effect.promise(() => import("./McpServe.js"))
 
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
   "mcp",
-  { ...Connection.options, http, host, httpToken, noAuth, allowedHost, snapshot, session, inspectionTools, policy, maxSessions, idleTimeout, otlp: Telemetry.otlp, ...Health.options },
+  { ...Connection.options, http, host, httpToken, noAuth, allowedHost, snapshot, session, create, inspectionTools, policy, maxSessions, idleTimeout, otlp: Telemetry.otlp, ...Health.options },
   (config): Effect.Effect<void, McpCommandError> => {
     const opener = Effect.gen(function*() {
       // first in the scope, so shut down (flushing every span) after the sessions are closed
       const telemetry = yield* Telemetry.install(config.otlp, "jitbox-mcp")
+      const { localSessions, remoteSession } = yield* serving
       return yield* Option.match(config.session, {
         onNone: () => localSessions(config.snapshot, config, telemetry),
         onSome: (sessionId) => remoteSession(config, sessionId, telemetry)
@@ -259,6 +180,9 @@ export const command = Command.make(
       if (Option.isSome(config.session) && Option.isSome(config.snapshot)) {
         return yield* new HarnessError.ConfigError({ option: "--snapshot", detail: "serves a local session; --session serves a remote one: give one of them" })
       }
+      if (config.create && Option.isNone(config.session)) {
+        return yield* new HarnessError.ConfigError({ option: "--create", detail: "starts a remote session nobody has stored: it goes with --session" })
+      }
       if (config.maxSessions < 1) return yield* new HarnessError.ConfigError({ option: "--max-sessions", detail: "must be at least 1" })
       if (Option.isNone(config.http) && Option.isSome(config.healthPort)) {
         return yield* new HarnessError.ConfigError({ option: "--health-port", detail: "serves the health of --http: stdio has its host to watch it" })
@@ -266,7 +190,10 @@ export const command = Command.make(
       return yield* opener
     })
     return Option.match(config.http, {
-      onNone: () => Effect.scoped(Effect.flatMap(checked, serveStdio)).pipe(Effect.onInterrupt(() => Console.error("stopped mcp stdio"))),
+      onNone: () =>
+        Effect.scoped(Effect.flatMap(Effect.zip(checked, serving), ([made, { serveStdio }]) => serveStdio(made))).pipe(
+          Effect.onInterrupt(() => Console.error("stopped mcp stdio"))
+        ),
       onSome: (port) =>
         Serve.untilInterrupted(Effect.gen(function*() {
           if (port < 0 || port > 65_535) return yield* new HarnessError.ConfigError({ option: "--http", detail: `a port is 0 to 65535, got ${port}` })
@@ -276,7 +203,7 @@ export const command = Command.make(
             ...(Option.isSome(config.session) ? { namespace: config.namespace, principal: yield* Connection.principalOf(config) } : {})
           })
           const made = yield* checked
-          const server = yield* HttpServer.serve({
+          const server = yield* (yield* serving).serveHttp({
             open: made.open,
             port,
             host: config.host,

@@ -4,9 +4,11 @@
  * (`sessions.activate`, one queue group) and one of them activates it here from the snapshot
  * store. Code tools run on the workers of `--pool` (`RemoteCodeRunner`), never in this process.
  *
- * With `--store <dir>` snapshots are JSON files in that directory (`SnapshotStore.layerFile`), so
- * a session survives this process and any host sharing the directory can take it over; without
- * it they stay in this process's memory. A session idle for `--idle-timeout` is stored and
+ * `--store` says where the sessions' snapshots are kept: `kv`, the namespace's JetStream KV
+ * snapshot store on the connected server (`KvSnapshotStore`, bucket `jitbox-snapshots-<namespace>`,
+ * with history), so every host of the namespace can take a session over; a directory, JSON files
+ * in it (`SnapshotStore.layerFile`), shared by the hosts that share the directory; or `memory`
+ * (the default), this process's memory, gone with it. A session idle for `--idle-timeout` is stored and
  * released (one activated and never used, after 30 s). At most `--max-sessions` (or
  * `JITBOX_MAX_SESSIONS`, default 1 000) are active at once: one more passivates the least recently
  * used idle session first, and is refused `TransportError` `Busy` when every session is busy. Each host claims a session (a JetStream KV record per session, `KvSessionOwnership`)
@@ -26,7 +28,7 @@
  */
 import { Command, HelpDoc, Options } from "@effect/cli"
 import { type HarnessError, type JitHarnessSnapshot, JitPolicy } from "@jitbox/core"
-import { KvSessionOwnership, NatsConnection, NatsTransport } from "@jitbox/nats"
+import { KvSessionOwnership, KvSnapshotStore, NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Ids, RemoteCodeRunner, type SessionOwnership, Sessions, SnapshotStore, StreamPublisher, type TransportError } from "@jitbox/runtime"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
@@ -74,11 +76,46 @@ export const claimTtl = Options.text("claim-ttl").pipe(
   Options.mapTryCatch((text) => Duration.toMillis(parseDuration(text, "--claim-ttl")), (error) => HelpDoc.p(error instanceof Error ? error.message : String(error)))
 )
 
+/** Where a host keeps its sessions' snapshots. @since 0.1.0 @category models */
+export type StoreChoice =
+  | { readonly _tag: "Kv" }
+  | { readonly _tag: "Memory" }
+  | { readonly _tag: "Directory"; readonly directory: string }
+
+/**
+ * `--store`'s value: `kv`, `memory`, or any other text a directory (`./kv` for a directory named kv).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const parseStore = (text: string): StoreChoice => {
+  if (text === "kv") return { _tag: "Kv" }
+  if (text === "memory") return { _tag: "Memory" }
+  if (text.trim() === "") throw new Error("--store: expected kv, memory or a directory, got ''")
+  return { _tag: "Directory", directory: text }
+}
+
 /** @since 0.1.0 @category options */
-export const store = Options.directory("store").pipe(
-  Options.withDescription("Keep the sessions' snapshots as JSON files in this directory (created if missing); default: in this process's memory"),
-  Options.optional
+export const store = Options.text("store").pipe(
+  Options.withDescription(
+    "Where the sessions' snapshots are kept: kv (the namespace's JetStream KV snapshot store on the connected server, bucket jitbox-snapshots-<namespace>), " +
+      "memory (this process's, gone with it) or a directory (JSON files, created if missing; ./kv for a directory named kv); default memory"
+  ),
+  Options.withDefault("memory"),
+  Options.mapTryCatch(parseStore, (error) => HelpDoc.p(error instanceof Error ? error.message : String(error)))
 )
+
+/** The snapshot store layer of a `--store` choice (the KV one on the host's NATS connection). */
+const snapshotStoreOf = (choice: StoreChoice, namespace: string) => {
+  switch (choice._tag) {
+    case "Kv":
+      return KvSnapshotStore.layer({ namespace })
+    case "Memory":
+      return SnapshotStore.layerMemory()
+    case "Directory":
+      return SnapshotStore.layerFile({ directory: choice.directory })
+  }
+}
 
 /** @since 0.1.0 @category options */
 export const pool = Options.text("pool").pipe(
@@ -160,10 +197,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
     const health = yield* Health.start(config, { command: "sessions", namespace, principal })
     // first in the scope, so shut down (flushing every span) after the sessions are released
     const telemetry = yield* Telemetry.install(config.otlp, "jitbox-sessions")
-    const snapshots = Option.match(config.store, {
-      onNone: () => SnapshotStore.layerMemory(),
-      onSome: (directory) => SnapshotStore.layerFile({ directory })
-    })
+    const snapshots = snapshotStoreOf(config.store, namespace)
     // every host of the namespace claims a session before it activates it, so one session is active in one host at a time
     const ownership = KvSessionOwnership.layer({ namespace, ttlMs: Math.round(config.claimTtl) })
     const context = yield* Layer.build(

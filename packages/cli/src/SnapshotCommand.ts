@@ -1,9 +1,11 @@
 /**
  * `jitbox snapshot inspect|verify|diff`: what a snapshot holds, whether it would activate, and
- * what changed between two. A snapshot is named by a path, or, when `--server` (or
- * `JITBOX_SERVER`) is given, by a session id in the namespace's JetStream KV snapshot store
- * (`KvSnapshotStore`, bucket `jitbox-snapshots-<namespace>`). Either way it is decoded with the
- * snapshot schema (`JitHarnessSnapshot.fromJson`'s rules and bounds) before anything else.
+ * what changed between two. A snapshot is named explicitly (`SnapshotSource`): `--file PATH` (or a
+ * bare path, only ever a file) or `--kv SESSION`, a session id in the namespace's JetStream KV
+ * snapshot store on `--server` (`KvSnapshotStore`, bucket `jitbox-snapshots-<namespace>`); `diff`
+ * takes `--from-file`/`--from-kv` and `--to-file`/`--to-kv`, or two paths. Either way it is
+ * decoded with the snapshot schema (`JitHarnessSnapshot.fromJson`'s rules and bounds) before
+ * anything else.
  *
  * - `inspect`: the code tools (language, version id, files, bytes, duration class, declared
  *   parameters), text tools, base tool names and unload marks, and the snapshot's size.
@@ -11,7 +13,7 @@
  *   execution (`SandboxRunner`) and nothing attached (no event or profile sink, no admission, no
  *   store), then releases it. Exit 0 when it activates; otherwise the activation's typed error
  *   (`SnapshotError` `Activation`, `PackageError`, …) and exit 1. A terminal shows its progress.
- * - `diff A B`: tools added, removed and changed (version ids; for a changed code tool, which of
+ * - `diff`: tools added, removed and changed (version ids; for a changed code tool, which of
  *   its language, entry point, files, declared contract and duration changed, with lines added
  *   and removed per file), base tools and unload marks added and removed. `--exit-code`: exit 3
  *   when they differ.
@@ -23,27 +25,19 @@
 import { Args, Command, Options } from "@effect/cli"
 import { HarnessError, JitHarness, JitHarnessSnapshot } from "@jitbox/core"
 import type { CodeRunner } from "@jitbox/core"
-import { KvSnapshotStore, NatsConnection } from "@jitbox/nats"
-import { Ids, SnapshotStore, type TransportError } from "@jitbox/runtime"
-import { SandboxRunner } from "@jitbox/sandbox"
-import * as Config from "effect/Config"
+import type { TransportError } from "@jitbox/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as fs from "node:fs/promises"
 import * as Connection from "./Connection.js"
 import * as ExitCode from "./ExitCode.js"
 import * as OperatorOptions from "./OperatorOptions.js"
 import * as Progress from "./Progress.js"
+import * as SnapshotSource from "./SnapshotSource.js"
 import * as Table from "./Table.js"
 
 /** A snapshot as read: where from, its JSON's size, and the decoded value. @since 0.1.0 @category models */
-export interface Loaded {
-  /** `file <path>` or `kv <bucket>/<sessionId>`. */
-  readonly source: string
-  readonly bytes: number
-  readonly snapshot: JitHarnessSnapshot.JitHarnessSnapshot
-}
+export type Loaded = SnapshotSource.Loaded
 
 /** @since 0.1.0 @category models */
 export interface CodeToolSummary {
@@ -281,64 +275,7 @@ export type SnapshotCommandError =
   | TransportError.TransportError
   | ExitCode.ExitWith
 
-/** `--server` without a default: given (or JITBOX_SERVER set), a snapshot is a session id in KV. @since 0.1.0 @category options */
-export const server = Options.text("server").pipe(
-  Options.withDescription("NATS server URL(s): the snapshots named are session ids in the namespace's KV snapshot store; environment variable JITBOX_SERVER; without it they are files"),
-  Options.withFallbackConfig(Config.string("JITBOX_SERVER")),
-  Options.optional
-)
-
-const shared = { server, namespace: Connection.namespace, ...Connection.security, json: OperatorOptions.json }
-
-/** The largest snapshot file read (the stores' default bound). */
-const maxFileBytes = SnapshotStore.defaultMaxBytes
-
-/**
- * Reads the snapshot `name`: a file, or with a server a session id in the namespace's KV store.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const load = (
-  name: string,
-  config: Connection.SecurityConfig & { readonly server: Option.Option<string>; readonly namespace: string }
-): Effect.Effect<Loaded, JitHarnessSnapshot.SnapshotError | HarnessError.ConfigError | TransportError.TransportError> =>
-  Option.match(config.server, {
-    onNone: () =>
-      Effect.gen(function*() {
-        const stat = yield* Effect.tryPromise({
-          try: () => fs.stat(name),
-          catch: (error) =>
-            new JitHarnessSnapshot.SnapshotError({
-              reason: (error as { code?: string }).code === "ENOENT" ? "NotFound" : "Io",
-              path: name,
-              detail: error instanceof Error ? error.message : String(error)
-            })
-        })
-        if (stat.size > maxFileBytes) {
-          return yield* new JitHarnessSnapshot.SnapshotError({ reason: "Invalid", path: name, detail: `${stat.size} bytes; a snapshot is at most ${maxFileBytes}` })
-        }
-        const text = yield* Effect.tryPromise({
-          try: () => fs.readFile(name, "utf8"),
-          catch: (error) => new JitHarnessSnapshot.SnapshotError({ reason: "Io", path: name, detail: error instanceof Error ? error.message : String(error) })
-        })
-        const snapshot = yield* SnapshotStore.decode(text, name)
-        return { source: `file ${name}`, bytes: byteLength(text), snapshot }
-      }),
-    onSome: (servers) =>
-      Effect.scoped(Effect.gen(function*() {
-        const connection = { ...config, server: servers }
-        const { namespace } = yield* Connection.prefixOf(connection)
-        const sessionId = yield* Ids.decode(Ids.SessionId, "snapshot (a session id)")(name)
-        const { nc } = yield* NatsConnection.make(yield* Connection.natsOptions(connection, `jitbox-snapshot-${namespace}`))
-        const store = yield* KvSnapshotStore.fromConnection(nc, { namespace })
-        const found = yield* store.load(sessionId)
-        if (Option.isNone(found)) {
-          return yield* new JitHarnessSnapshot.SnapshotError({ reason: "NotFound", path: `${store.bucket}/${sessionId}`, detail: "no snapshot stored for this session" })
-        }
-        return { source: `kv ${store.bucket}/${sessionId}`, bytes: byteLength(JitHarnessSnapshot.toJson(found.value)), snapshot: found.value }
-      }))
-  })
+const shared = { ...Connection.options, json: OperatorOptions.json }
 
 /**
  * Activates the snapshot in a sandboxed harness with nothing attached and releases it; fails with
@@ -352,6 +289,8 @@ export const verify = (
   onTool: (name: string, done: number) => void = () => undefined
 ): Effect.Effect<{ readonly tools: number; readonly textTools: number }, JitHarnessSnapshot.SnapshotError | HarnessError.ConfigError | HarnessError.PackageError> =>
   Effect.scoped(Effect.gen(function*() {
+    // loaded here: the other commands, and --help, need no sandbox
+    const { SandboxRunner } = yield* Effect.promise(() => import("@jitbox/sandbox"))
     const sandbox = yield* SandboxRunner.scoped()
     let done = 0
     const counting: CodeRunner.CodeRunnerShape = {
@@ -379,19 +318,22 @@ export const verify = (
     return { tools: snapshot.tools.length, textTools: snapshot.text_tools.length }
   }))
 
-const snapshotArg = Args.text({ name: "FILE-or-SESSION" }).pipe(
-  Args.withDescription("A snapshot file, or with --server a session id in the namespace's KV snapshot store")
-)
+/** `--file PATH`, `--kv SESSION` or a bare path: one snapshot (`SnapshotSource.choose`). */
+const oneSnapshot = {
+  file: Options.text("file").pipe(Options.withDescription("A snapshot file"), Options.optional),
+  kv: Options.text("kv").pipe(Options.withDescription("A session id: its snapshot in the namespace's KV snapshot store on --server (bucket jitbox-snapshots-<namespace>)"), Options.optional),
+  path: Args.text({ name: "FILE" }).pipe(Args.withDescription("A snapshot file (the same as --file; never a session id)"), Args.optional)
+}
 
-const inspectCommand = Command.make("inspect", { ...shared, snapshot: snapshotArg }, (config): Effect.Effect<void, SnapshotCommandError> =>
+const inspectCommand = Command.make("inspect", { ...shared, ...oneSnapshot }, (config): Effect.Effect<void, SnapshotCommandError> =>
   Effect.gen(function*() {
-    const inspection = inspect(yield* load(config.snapshot, config))
+    const inspection = inspect(yield* SnapshotSource.load(yield* SnapshotSource.choose(config), config))
     yield* Console.log(config.json ? JSON.stringify(inspection) : inspectionText(inspection).join("\n"))
   })).pipe(Command.withDescription("What a snapshot holds: code and text tools, languages, version ids, sizes, base tools, unload marks."))
 
-const verifyCommand = Command.make("verify", { ...shared, snapshot: snapshotArg }, (config): Effect.Effect<void, SnapshotCommandError> =>
+const verifyCommand = Command.make("verify", { ...shared, ...oneSnapshot }, (config): Effect.Effect<void, SnapshotCommandError> =>
   Effect.scoped(Effect.gen(function*() {
-    const loaded = yield* load(config.snapshot, config)
+    const loaded = yield* SnapshotSource.load(yield* SnapshotSource.choose(config), config)
     const total = loaded.snapshot.tools.length
     const progress = yield* Progress.scoped({ status: { label: "activating snapshot", done: 0, total } })
     const started = Date.now()
@@ -417,12 +359,43 @@ const verifyCommand = Command.make("verify", { ...shared, snapshot: snapshotArg 
 
 const exitCode = Options.boolean("exit-code").pipe(Options.withDescription("Exit 3 when the snapshots differ (0 when they are the same)"))
 
+/** `--from-file`/`--from-kv` and `--to-file`/`--to-kv`, or two paths A B: the two snapshots of `diff`. */
+const twoSnapshots = {
+  fromFile: Options.text("from-file").pipe(Options.withDescription("Snapshot A: a file"), Options.optional),
+  fromKv: Options.text("from-kv").pipe(Options.withDescription("Snapshot A: a session id in the namespace's KV snapshot store"), Options.optional),
+  toFile: Options.text("to-file").pipe(Options.withDescription("Snapshot B: a file"), Options.optional),
+  toKv: Options.text("to-kv").pipe(Options.withDescription("Snapshot B: a session id in the namespace's KV snapshot store"), Options.optional),
+  paths: Args.text({ name: "FILE" }).pipe(Args.withDescription("Snapshot files A and B (never session ids); or name them with the flags"), Args.between(0, 2))
+}
+
+/** The two sources of `diff`: two paths fill A and B in order; one path fills the side no flag names. */
+const diffSources = (config: {
+  readonly fromFile: Option.Option<string>
+  readonly fromKv: Option.Option<string>
+  readonly toFile: Option.Option<string>
+  readonly toKv: Option.Option<string>
+  readonly paths: ReadonlyArray<string>
+}) => {
+  const fromNamed = Option.isSome(config.fromFile) || Option.isSome(config.fromKv)
+  const [first, second] = config.paths
+  const fromPath = fromNamed ? undefined : first
+  const toPath = fromNamed ? first : second
+  if (fromNamed && second !== undefined) {
+    return Effect.fail(new HarnessError.ConfigError({ option: "--from-file/--from-kv", detail: "snapshot A is named by a flag and by a path; give A and B as two paths, or by the flags" }))
+  }
+  return Effect.all([
+    SnapshotSource.choose({ file: config.fromFile, kv: config.fromKv, path: Option.fromNullable(fromPath) }, "from-", "A"),
+    SnapshotSource.choose({ file: config.toFile, kv: config.toKv, path: Option.fromNullable(toPath) }, "to-", "B")
+  ])
+}
+
 const diffCommand = Command.make(
   "diff",
-  { ...shared, exitCode, from: Args.text({ name: "A" }), to: Args.text({ name: "B" }) },
+  { ...shared, exitCode, ...twoSnapshots },
   (config): Effect.Effect<void, SnapshotCommandError> =>
     Effect.gen(function*() {
-      const [a, b] = yield* Effect.all([load(config.from, config), load(config.to, config)])
+      const [from, to] = yield* diffSources(config)
+      const [a, b] = yield* Effect.all([SnapshotSource.load(from, config), SnapshotSource.load(to, config)])
       const difference = diff(a, b)
       yield* Console.log(config.json ? JSON.stringify(difference) : diffText(difference).join("\n"))
       if (config.exitCode && !difference.same) return yield* new ExitCode.ExitWith({ code: ExitCode.codes.differ, detail: "the snapshots differ" })
@@ -431,6 +404,6 @@ const diffCommand = Command.make(
 
 /** @since 0.1.0 @category commands */
 export const command = Command.make("snapshot").pipe(
-  Command.withDescription("Inspect, verify and compare snapshots (files, or session ids in the namespace's KV store with --server)."),
+  Command.withDescription("Inspect, verify and compare snapshots: files (--file), or session ids in the namespace's KV snapshot store (--kv)."),
   Command.withSubcommands([inspectCommand, verifyCommand, diffCommand])
 )

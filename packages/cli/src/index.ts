@@ -66,6 +66,11 @@ export * as SnapshotCommand from "./SnapshotCommand.js"
 /**
  * @since 0.1.0
  */
+export * as SnapshotSource from "./SnapshotSource.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as StatusCommand from "./StatusCommand.js"
 
 /**

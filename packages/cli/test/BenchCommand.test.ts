@@ -105,6 +105,11 @@ describe("jitbox bench", () => {
 })
 
 describe("the table and the depths (in this process)", () => {
+  it("the options' defaults are the benchmark's own (kept in the command so that --help loads no benchmark)", () => {
+    const { concurrency, warmup, iterations, maximumDepth } = Bench.defaults
+    expect(BenchCommand.defaults).toEqual({ concurrency, warmup, iterations, maximumDepth })
+  })
+
   it("parses depths and refuses what is not one", () => {
     expect(BenchCommand.parseDepths("0,1, 2,4")).toEqual([0, 1, 2, 4])
     for (const bad of ["", "1,x", "-1", "1.5", "99"]) expect(() => BenchCommand.parseDepths(bad)).toThrow(/--depths/)

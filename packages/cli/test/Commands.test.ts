@@ -1,6 +1,6 @@
 /**
  * The `jitbox` command's arguments, without a NATS server. As a process: `jitbox worker --help`
- * names its options and exits 0; a bad profiles file exits 1 with a message naming the problem,
+ * names its options and exits 0; `--help` loads none of the packages only some commands need; a bad profiles file exits 1 with a message naming the problem,
  * before anything connects. In this process (`Cli.run`, the same parser and handlers, its console
  * captured; much cheaper than a process per case on a busy machine): each subcommand's help names
  * its options and their environment variables, each kind of bad input fails with a typed error or
@@ -16,6 +16,7 @@ import * as Option from "effect/Option"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Cli } from "../src/index.js"
 import { plain, spawnCli } from "./cliProcess.js"
@@ -80,6 +81,21 @@ describe("the jitbox process", () => {
     for (const option of [...common, "--pool", "--languages", "--concurrency", "--grace-ms", "--id", "--log-invocations"]) {
       expect(stdout).toContain(option)
     }
+  }, 120_000)
+
+  it("--help (of jitbox, of status) loads no MCP server, benchmark, OpenTelemetry SDK or all of @effect/platform-node: those load with the commands that run them", async () => {
+    const log = path.join(directory, "help-imports.log")
+    const env = {
+      NODE_OPTIONS: `--import=${fileURLToPath(new URL("./fixtures/recordImports.mjs", import.meta.url))}`,
+      JITBOX_IMPORT_LOG: log,
+      JITBOX_IMPORT_PATTERN: "^@jitbox/(mcp|bench|otel)$|^@modelcontextprotocol/|^@opentelemetry/|^@effect/opentelemetry|^@effect/platform-node$|^@effect/cluster"
+    }
+    for (const args of [["--help"], ["status", "--help"], ["snapshot", "verify", "--help"]]) {
+      const child = spawnCli(args, env)
+      expect(await child.exited(), child.stderr()).toBe(0)
+      expect(plain(child.stdout())).toContain("USAGE")
+    }
+    expect(fs.existsSync(log) ? fs.readFileSync(log, "utf8") : "").toBe("")
   }, 120_000)
 
   it("a profile whose policy is out of range: exit code 1, the profile and the field on stderr", async () => {

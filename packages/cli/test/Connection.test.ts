@@ -65,7 +65,7 @@ describe("options that do not go together fail ConfigError naming the flags", ()
     [status("--inbox-prefix", "_INBOX.*"), {}, "--inbox-prefix", "no wildcards"],
     [status("--principal", "a.b"), {}, "--principal", "a principal"],
     [status(), { JITBOX_PRINCIPAL: "x y" }, "--principal", "a principal"],
-    [["snapshot", "inspect", "s1", "--server", "nats://127.0.0.1:1", "--token", "t", "--nkey", "/tmp/user.nk"], {}, "--token", "--nkey"]
+    [["snapshot", "inspect", "--kv", "s1", "--server", "nats://127.0.0.1:1", "--token", "t", "--nkey", "/tmp/user.nk"], {}, "--token", "--nkey"]
   ])("jitbox %j with %j: ConfigError %s naming %s", async (args, env, option, named) => {
     const error = await failure(args, env)
     expect(error).toMatchObject({ _tag: "ConfigError", option })

@@ -3,7 +3,9 @@
  * with the official MCP client: over stdio from a snapshot (its code sandboxed), where stdout
  * carries nothing but MCP and the command stops with exit code 0 when stdin ends; and over
  * Streamable HTTP serving a remote session hosted in this process on a real nats-server, stopped
- * by SIGTERM with 0, where a request without the bearer token is answered 401. In this process (`Cli.run`, the same parser and handlers): the help names the
+ * by SIGTERM with 0, where a request without the bearer token is answered 401 (the session
+ * started with `--create`; a session id nobody stored is refused without it, exit 1, and a stored
+ * one is served without it). In this process (`Cli.run`, the same parser and handlers): the help names the
  * options, a snapshot that does not load fails with `SnapshotError` naming the file (the
  * binary exits 1 on any failure), and `--http` without a token, or `--no-auth` on an address other
  * machines reach, fails `ConfigError` before it listens.
@@ -30,6 +32,8 @@ import * as Option from "effect/Option"
 import { type ChildProcess, spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { create as js, doubleSource, quadrupleSource, slowSource, textOf, waitUntil } from "../../mcp/test/fixtures.js"
+import { HttpServer } from "@jitbox/mcp"
+import { McpCommand } from "../src/index.js"
 import { plain } from "./cliProcess.js"
 import { inProcess } from "./inProcess.js"
 
@@ -178,10 +182,14 @@ describe("jitbox mcp over stdio", () => {
     expect(String((failure as Error).message)).toMatch(/bad\.json/)
   })
 
+  it("the defaults of --host and --max-sessions are HttpServer's (kept in the command so that --help loads no MCP server)", () => {
+    expect(McpCommand.defaults).toEqual({ host: HttpServer.defaults.host, maxSessions: HttpServer.defaults.maxSessions })
+  })
+
   it("--help names the transports, the session sources and the bounds", async () => {
     const { exit, stdout } = await inProcess(["mcp", "--help"])
     expect(Exit.isSuccess(exit)).toBe(true)
-    for (const option of ["--http", "--http-token", "JITBOX_MCP_TOKEN", "--no-auth", "--host", "--snapshot", "--session", "--server", "--creds", "--namespace", "--max-sessions", "--idle-timeout", "--policy"]) {
+    for (const option of ["--http", "--http-token", "JITBOX_MCP_TOKEN", "--no-auth", "--host", "--snapshot", "--session", "--create", "--server", "--creds", "--namespace", "--max-sessions", "--idle-timeout", "--policy"]) {
       expect(stdout).toContain(option)
     }
   })
@@ -209,6 +217,7 @@ describe("jitbox mcp --http: a bearer token or nothing", () => {
 describe("jitbox mcp --http serving a remote session", () => {
   let nats: NatsServer.Handle | undefined
   let scope: Scope.CloseableScope | undefined
+  let hostSessions: Sessions.SessionsShape | undefined
   const namespace = "mcp_cli"
 
   beforeAll(async () => {
@@ -220,7 +229,7 @@ describe("jitbox mcp --http serving a remote session", () => {
         const transport = yield* Layer.build(NatsTransport.layer.pipe(Layer.provide(NatsConnection.layer({ servers: nats!.url, reconnectTimeWaitMs: 100 }))))
         const publisher = yield* Layer.build(StreamPublisher.layer({ prefix })).pipe(Effect.provide(transport))
         const context = Context.add(Context.merge(transport, publisher), SnapshotStore.SnapshotStore, SnapshotStore.makeMemory())
-        yield* Sessions.make({ prefix, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
+        hostSessions = yield* Sessions.make({ prefix, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
       }).pipe(Scope.extend(scope))
     )
   })
@@ -230,9 +239,21 @@ describe("jitbox mcp --http serving a remote session", () => {
     await nats?.close()
   })
 
-  it("answers 401 without the bearer token; with it, creates a tool in the remote session, announces list_changed and calls it; SIGTERM stops it with 0", async () => {
+  it("--session of a session nobody has stored and nobody serves is refused: exit 1, ConfigError asking for --create; the host starts nothing", async () => {
+    const child = spawnBuilt(["mcp", "--session", "s1-typo"], { JITBOX_SERVER: nats!.url, JITBOX_NAMESPACE: namespace })
+    expect(await child.exited()).toBe(1)
+    expect(plain(child.stderr())).toContain(
+      "jitbox: ConfigError: --session: no session s1-typo is stored or active in namespace mcp_cli; check the id, or give --create to start a new session"
+    )
+    expect(hostSessions!.active()).not.toContain("s1-typo")
+    const alone = await inProcess(["mcp", "--create"])
+    const failure = Exit.isFailure(alone.exit) ? Option.getOrUndefined(Cause.failureOption(alone.exit.cause)) : undefined
+    expect(failure).toMatchObject({ _tag: "ConfigError", option: "--create" })
+  })
+
+  it("answers 401 without the bearer token; with it, creates a tool in the remote session (--create), announces list_changed and calls it; SIGTERM stops it with 0", async () => {
     const token = "mcp-test-token-0123456789"
-    const child = spawnBuilt(["mcp", "--http", "0", "--session", "s1"], { JITBOX_SERVER: nats!.url, JITBOX_NAMESPACE: namespace, JITBOX_MCP_TOKEN: token })
+    const child = spawnBuilt(["mcp", "--http", "0", "--session", "s1", "--create"], { JITBOX_SERVER: nats!.url, JITBOX_NAMESPACE: namespace, JITBOX_MCP_TOKEN: token })
     try {
       const ready = await child.line(/^ready mcp http:/)
       const url = /ready mcp (\S+)/.exec(ready)![1]!
@@ -261,6 +282,23 @@ describe("jitbox mcp --http serving a remote session", () => {
       expect(child.stdout()).toMatch(/stopped mcp/)
     } finally {
       child.kill()
+    }
+  })
+
+  it("--session of a stored session needs no --create: over stdio it serves the tools made before", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [bin, "mcp", "--session", "s1"],
+      cwd: repoRoot,
+      env: { ...ownEnvironment(), JITBOX_SERVER: nats!.url, JITBOX_NAMESPACE: namespace },
+      stderr: "pipe"
+    })
+    const mcp = client()
+    await mcp.client.connect(transport)
+    try {
+      expect(await mcp.names()).toContain("double")
+    } finally {
+      await mcp.client.close()
     }
   })
 })

@@ -7,7 +7,8 @@
  *   the session, its lease), `--json` the same as one document; against a namespace without a
  *   coordinator it still shows the rest and exits 1 with `CoordinatorUnavailable`;
  * - `jitbox events tail` piped prints one line per event and no escape sequence; `--json` one
- *   JSON object per line, and SIGINT ends it with exit 0; on a pseudo-terminal it redraws its table
+ *   JSON object per line, each completion with the duration of its profile record, and SIGINT
+ *   ends it with exit 0; on a pseudo-terminal it redraws its table
  *   in place (cursor up, erase below) and ends with the final table;
  * - bad arguments exit 2 (checked in this process, with `ExitCode.of`).
  */
@@ -166,7 +167,10 @@ describe("jitbox events tail", () => {
       expect(object).toMatchObject({ sessionId: "s1", event: { type: "CUSTOM", payload: { session_id: "s1", tool_name: "square" } } })
     }
     const completed = objects.filter((object) => object.event.name === "jit_tool_completed")
-    expect(completed.some((object) => typeof object.durationMs === "number")).toBe(true)
+    expect(completed.length).toBeGreaterThan(0)
+    // each duration is the one the session measured: its profile record's, not the time between two arrivals here
+    const measured = new Map((await session.profile("square", { limit: 1_000 })).calls.map((call) => [call.call_id, call.duration_ms]))
+    for (const object of completed) expect(object.durationMs, object.event.payload.tool_call_id).toBe(measured.get(object.event.payload.tool_call_id))
   }, 150_000)
 
   it("on a terminal: the table is redrawn in place (cursor up, erase below) and ends with the final counts", async () => {

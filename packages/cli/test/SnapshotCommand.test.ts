@@ -1,21 +1,27 @@
 /**
  * `jitbox snapshot` as a process: `inspect` of a file (code tools in three languages with their
  * version ids, a text tool, a base tool, an unload mark) and of a session id in the namespace's KV
- * snapshot store on a real nats-server; `verify` of a snapshot that activates (its code tools
+ * snapshot store on a real nats-server (`--kv`), also one that a `jitbox sessions --store kv`
+ * process stored; a path is read as a file even with JITBOX_SERVER set, and a snapshot named by
+ * no flag or by two fails `ConfigError` naming `--file` and `--kv`; `verify` of a snapshot that activates (its code tools
  * loaded in real sandboxed subprocesses; exit 0) and of one whose module throws (exit 1,
  * `PackageError` naming the tool) and of a file that is no snapshot (exit 1, `SnapshotError`);
- * `diff` of two (added, removed, changed with the files' line counts, base tools, unload marks;
+ * `diff` of two files, and of a KV session against a file (added, removed, changed with the files' line counts, base tools, unload marks;
  * `--exit-code` exits 3). The version ids are the ones the harness gives the tools.
  */
 import { JitHarness, JitHarnessSnapshot } from "@jitbox/core"
-import { KvSnapshotStore } from "@jitbox/nats"
+import { connect, KvSnapshotStore } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { SnapshotCommand } from "../src/index.js"
 import { plain, spawnCli } from "./cliProcess.js"
+
+/** Where the spawned `jitbox` runs (`spawnCli`'s working directory). */
+const repoRoot = fileURLToPath(new URL("../../../", import.meta.url))
 
 const square = `export const square = tool({ description: "Square an integer.", guidelines: "Use to square an integer." }, async ({ value }: { value: number }) => value * value)\n`
 const squareV2 = `export const square = tool({ description: "Square an integer.", guidelines: "Use to square an integer." }, async ({ value }: { value: number }) => {\n  return value * value\n})\n`
@@ -101,14 +107,59 @@ describe("jitbox snapshot", () => {
     expect(text.stdout).toMatch(/^unloaded: shout$/m)
   }, 120_000)
 
-  it("inspect of a session id in the namespace's KV snapshot store (--server), and a session with none: exit 1 NotFound", async () => {
+  it("inspect --kv: a session id in the namespace's KV snapshot store on --server, and a session with none: exit 1 NotFound", async () => {
     const env = { JITBOX_SERVER: server!.url }
-    const [found, missing] = await Promise.all([run(["inspect", "--namespace", "snap", "s1"], env), run(["inspect", "--namespace", "snap", "s2"], env)])
+    const [found, missing] = await Promise.all([run(["inspect", "--namespace", "snap", "--kv", "s1"], env), run(["inspect", "--namespace", "snap", "--kv", "s2"], env)])
     expect(found.code, found.stderr).toBe(0)
     expect(found.stdout.split("\n")[0]).toBe("snapshot kv jitbox-snapshots-snap/s1")
     expect(found.stdout).toMatch(/^cube +javascript +v_/m)
     expect(missing.code).toBe(1)
     expect(missing.stderr).toContain("jitbox: SnapshotError: jitbox-snapshots-snap/s2: no snapshot stored for this session")
+  }, 120_000)
+
+  it("with JITBOX_SERVER set, --file ./a.json and a bare path read the file, never a session id", async () => {
+    const relative = `./${path.relative(repoRoot, file("a.json"))}`
+    const env = { JITBOX_SERVER: server!.url, JITBOX_NAMESPACE: "snap" }
+    const [flag, bare] = await Promise.all([run(["inspect", "--file", relative], env), run(["inspect", relative], env)])
+    expect([flag.code, bare.code], flag.stderr + bare.stderr).toEqual([0, 0])
+    expect(flag.stdout.split("\n")[0]).toBe(`snapshot file ${relative}`)
+    expect(bare.stdout).toBe(flag.stdout)
+  }, 120_000)
+
+  it("a snapshot named by no flag, or by --file and --kv both, fails ConfigError naming the flags (exit 1)", async () => {
+    const [none, both, diffHalf] = await Promise.all([
+      run(["inspect"], { JITBOX_SERVER: server!.url }),
+      run(["verify", "--file", file("a.json"), "--kv", "s1"], { JITBOX_SERVER: server!.url }),
+      run(["diff", "--from-kv", "s1"])
+    ])
+    expect([none.code, both.code, diffHalf.code]).toEqual([1, 1, 1])
+    expect(none.stderr).toContain("jitbox: ConfigError: --file/--kv: name the snapshot: --file PATH or --kv SESSION")
+    expect(both.stderr).toContain("jitbox: ConfigError: --file/--kv: --file and --kv both name a snapshot; give one: --file PATH or --kv SESSION")
+    expect(diffHalf.stderr).toContain("jitbox: ConfigError: --to-file/--to-kv: name the snapshot: --to-file PATH or --to-kv SESSION")
+  }, 120_000)
+
+  it("jitbox sessions --store kv keeps a session's snapshot in the namespace's KV store, where inspect --kv reads it", async () => {
+    const namespace = "hosted"
+    const host = spawnCli(["sessions", "--server", server!.url, "--namespace", namespace, "--store", "kv", "--idle-timeout", "10m"])
+    try {
+      await host.line(/^ready sessions hosted$/)
+      const client = await connect({ servers: server!.url, namespace, timeoutMs: 60_000 })
+      try {
+        await client.session("k1").createTool({ kind: "text", name: "howto", description: "How to ask.", source: "# Steps\nAsk twice.\n" })
+      } finally {
+        await client.close()
+      }
+      // the host saves a session's snapshot before it answers the change
+      const store = await KvSnapshotStore.open({ namespace, connection: { servers: server!.url } })
+      const stored = await store.load("k1")
+      await store.close()
+      expect(stored?.text_tools.map((tool) => tool.name)).toEqual(["howto"])
+      const inspected = await run(["inspect", "--json", "--kv", "k1"], { JITBOX_SERVER: server!.url, JITBOX_NAMESPACE: namespace })
+      expect(inspected.code, inspected.stderr).toBe(0)
+      expect(JSON.parse(inspected.stdout)).toMatchObject({ source: "kv jitbox-snapshots-hosted/k1", textTools: [{ name: "howto" }] })
+    } finally {
+      host.kill()
+    }
   }, 120_000)
 
   it("verify: a snapshot that activates exits 0; one whose module throws exits 1 with PackageError naming the tool; a file that is no snapshot, SnapshotError", async () => {
@@ -138,13 +189,15 @@ describe("jitbox snapshot", () => {
   }, 120_000)
 
   it("diff: added, removed, changed (version ids, files' lines), base tools and unload marks; --exit-code exits 3 when they differ, 0 when not", async () => {
-    const [text, json, differ, same] = await Promise.all([
+    const [text, json, differ, same, kvToFile] = await Promise.all([
       run(["diff", file("a.json"), file("b.json")]),
       run(["diff", "--json", file("a.json"), file("b.json")]),
       run(["diff", "--exit-code", file("a.json"), file("b.json")]),
-      run(["diff", "--exit-code", file("a.json"), file("a.json")])
+      run(["diff", "--exit-code", file("a.json"), file("a.json")]),
+      run(["diff", "--exit-code", "--namespace", "snap", "--from-kv", "s1", "--to-file", file("b.json")], { JITBOX_SERVER: server!.url })
     ])
-    expect([text.code, json.code, differ.code, same.code]).toEqual([0, 0, 3, 0])
+    expect([text.code, json.code, differ.code, same.code, kvToFile.code], kvToFile.stderr).toEqual([0, 0, 3, 0, 0])
+    expect(kvToFile.stdout.split("\n").slice(0, 2)).toEqual(["--- kv jitbox-snapshots-snap/s1", `+++ file ${file("b.json")}`])
     expect(differ.stderr).toBe("")
     const versions = (snapshot: JitHarnessSnapshot.JitHarnessSnapshot) => SnapshotCommand.inspect({ source: "", bytes: 0, snapshot }).tools
     const [before, after] = [versions(a), versions(b)]

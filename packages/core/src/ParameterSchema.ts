@@ -8,7 +8,8 @@
  */
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
-import { zodToJsonSchema } from "zod-to-json-schema"
+import { createRequire } from "node:module"
+import type { zodToJsonSchema } from "zod-to-json-schema"
 import { ToolDefinitionError } from "./HarnessError.js"
 import { isJsonSchemaObject, type JsonSchema } from "./JsonSchema.js"
 
@@ -58,8 +59,17 @@ const closeStrippedObjects = (ctx: { readonly zodSchema: unknown; readonly jsonS
 const zod4JsonSchema = (schema: { toJSONSchema: (params: object) => unknown }): JsonSchema =>
   withoutMetaSchema(schema.toJSONSchema({ target: "draft-7", io: "input", override: closeStrippedObjects }) as JsonSchema)
 
-const zod3JsonSchema = (schema: object): JsonSchema =>
-  withoutMetaSchema(zodToJsonSchema(schema as Parameters<typeof zodToJsonSchema>[0], { target: "jsonSchema7" }) as unknown as JsonSchema)
+/**
+ * zod-to-json-schema is loaded with the first zod 3 schema (its CommonJS build, so synchronously;
+ * it reads a schema's type names only, so a schema of the ESM zod converts the same): a program
+ * that gives none does not pay for it.
+ */
+const load = createRequire(import.meta.url)
+
+const zod3JsonSchema = (schema: object): JsonSchema => {
+  const { zodToJsonSchema: convert } = load("zod-to-json-schema") as { readonly zodToJsonSchema: typeof zodToJsonSchema }
+  return withoutMetaSchema(convert(schema as Parameters<typeof zodToJsonSchema>[0], { target: "jsonSchema7" }) as unknown as JsonSchema)
+}
 
 const isPlainObject = (u: object): boolean => {
   const proto = Object.getPrototypeOf(u)

@@ -21,8 +21,11 @@ export const parameters: JsonSchema = {
 /** @since 0.1.0 @category constants */
 export const guidelines = "Read the relevant steps, then carry them out with the available tools; follow next_offset for more."
 
+/** Compiled on the first validation, so that loading the package compiles nothing. */
+let compiled: Validator.Validate | undefined
+
 /** @since 0.1.0 @category validation */
-export const validate: Validator.Validate = Validator.compile(parameters, "draft-07")
+export const validate: Validator.Validate = (args) => (compiled ??= Validator.compile(parameters, "draft-07"))(args)
 
 /** @since 0.1.0 @category reading */
 export const read = (

@@ -62,6 +62,11 @@ export interface RemoteSessionOptions {
   readonly traceHeaders?: (() => Transport.Headers | undefined) | undefined
   /** The clock a request's deadline is measured by (default: the system clock; `make` passes the context's `Clock`). */
   readonly clock?: Clock.Clock | undefined
+  /**
+   * Whether a session nobody has stored may be started (default true). With `false` the hosts
+   * activate only a stored session, and a request to any other fails `SnapshotError` `NotFound`.
+   */
+  readonly create?: boolean | undefined
 }
 
 /** When a call waited on is asked after (`CallWatch`), and how often. */
@@ -110,7 +115,7 @@ export class RemoteSession implements SessionApi {
     this.activation = Subject.sessionsActivate(options.prefix)
     this.timeoutMs = options.timeoutMs ?? defaults.timeoutMs
     this.clock = options.clock ?? systemClock
-    this.activateMessage = Envelope.encode("activate", { session_id: this.sessionId })
+    this.activateMessage = Envelope.encode("activate", { session_id: this.sessionId, ...(options.create === false ? { create: false } : {}) })
     this.traceHeaders = options.traceHeaders
     this.watch = new CallWatch({
       probe: (callIds) => this.running(callIds),

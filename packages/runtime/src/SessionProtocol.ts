@@ -164,8 +164,15 @@ export const manageResult: { readonly [K in ManageKind]: Manage[K]["success"] } 
   Object.entries(manage).map(([kind, op]) => [kind, op.success])
 ) as { readonly [K in ManageKind]: Manage[K]["success"] }
 
-/** Asks the session hosts to activate a session nobody serves. @since 0.1.0 @category schemas */
-export const ActivateRequest = Schema.Struct({ v: V, kind: Schema.Literal("activate"), session_id: Ids.SessionId })
+/**
+ * Asks the session hosts to activate a session nobody serves. With `create: false` the host
+ * activates only a session that has a stored snapshot, and answers `SnapshotError` `NotFound`
+ * otherwise (absent: a session without one starts empty, or from the host's template).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ActivateRequest = Schema.Struct({ v: V, kind: Schema.Literal("activate"), session_id: Ids.SessionId, create: Schema.optional(Schema.Boolean) })
 
 /** @since 0.1.0 @category models */
 export type ActivateRequest = typeof ActivateRequest.Type

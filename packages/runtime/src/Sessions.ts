@@ -65,7 +65,7 @@ import * as Protocol from "./Protocol.js"
 import type { SessionApi } from "./SessionApi.js"
 import * as SessionActor from "./SessionActor.js"
 import * as SessionProtocol from "./SessionProtocol.js"
-import type * as SnapshotStore from "./SnapshotStore.js"
+import * as SnapshotStore from "./SnapshotStore.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { TransportError } from "./TransportError.js"
@@ -380,7 +380,7 @@ export const make = (
       yield* ActivationResponder.serve(
         transport,
         { prefix: options.prefix, queue: defaults.activationQueue, backlog: options.backlog, graceMs: options.graceMs },
-        slots.acquire
+        { acquire: slots.acquire, known: knownTo(slots, context, run) }
       )
     }
     // Runs first when the host closes: nothing activates while its sessions are being closed.
@@ -395,6 +395,17 @@ export const make = (
       leases: SessionLeases.view(admissions)
     }
   })
+
+/** Whether the host has the session to activate: active here, or stored in its `SnapshotStore`. */
+const knownTo = (
+  slots: SessionSlots.SessionSlots,
+  context: Context.Context<SnapshotStore.SnapshotStore>,
+  run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+) =>
+(sessionId: Ids.SessionId): Promise<boolean> =>
+  slots.activeActor(sessionId) !== undefined
+    ? Promise.resolve(true)
+    : run(Effect.flatMap(SnapshotStore.SnapshotStore, (store) => store.load(sessionId)).pipe(Effect.map(Option.isSome), Effect.provide(context)))
 
 /**
  * The runtime's `Sessions`, also as the core's `Sessions` (so an agent's extension can use it).

@@ -4,7 +4,8 @@
  * a session, a store that fails keeps the session (and says so), a template starts every new
  * session, closing the host releases every harness, and the host's bounds: at most
  * `maxActiveSessions` (the least recently used idle one passivated first, `Busy` when all are
- * busy) and a short `admissionWindow` for a session nobody uses.
+ * busy) and a short `admissionWindow` for a session nobody uses; a caller that may not create
+ * sessions reaches only stored or active ones.
  */
 import { HarnessError, JitHarnessSnapshot, type JitToolEvent, Sessions as CoreSessions, tool } from "@jitbox/core"
 import { assert, describe, it } from "@effect/vitest"
@@ -219,6 +220,24 @@ describe("Sessions in this process", () => {
       assert.strictEqual((refused as TransportError).reason, "Busy")
       for (const { request, sid } of requests) host.get(sid).detach(request)
       assert.strictEqual(yield* Effect.promise(() => new RemoteSession.RemoteSession(transport, Ids.sessionId("real"), { prefix }).callTool("add", { left: 1, right: 1 })), 2)
+    }))
+
+  it.scoped("a RemoteSession with create: false activates only a stored or active session; one nobody stored fails SnapshotError NotFound and starts nothing", () =>
+    Effect.gen(function*() {
+      const store = SnapshotStore.makeMemory()
+      const context = yield* Layer.build(Layer.merge(MemoryTransport.layer(), Layer.succeed(SnapshotStore.SnapshotStore, store)))
+      const host = yield* Sessions.make({ prefix, harness: { tools: [add] }, idleTimeout: "1 minute" }).pipe(Effect.provide(context))
+      const transport = Context.get(context, Transport.Transport)
+      const existing = (sid: string) => new RemoteSession.RemoteSession(transport, sid, { prefix, create: false })
+      const refused = yield* Effect.promise(() => existing("typo").listTools().then(() => undefined, (error) => error))
+      assert.deepStrictEqual([(refused as JitHarnessSnapshot.SnapshotError)._tag, (refused as JitHarnessSnapshot.SnapshotError).reason], ["SnapshotError", "NotFound"])
+      assert.deepStrictEqual(host.active(), [])
+      // created by a caller that may create, then stored: a create: false caller reaches it, active or passivated
+      yield* Effect.promise(() => new RemoteSession.RemoteSession(transport, "kept", { prefix }).callTool("add", { left: 1, right: 2 }))
+      assert.strictEqual(yield* Effect.promise(() => existing("kept").callTool("add", { left: 2, right: 2 })), 4)
+      yield* Effect.promise(() => host.forget("kept"))
+      assert.isTrue(Option.isSome(yield* store.load(Ids.sessionId("kept"))))
+      assert.strictEqual(yield* Effect.promise(() => existing("kept").callTool("add", { left: 3, right: 2 })), 5)
     }))
 
   it.scoped("a session activated and not used is passivated after admissionWindow; a used one after idleTimeout (TestClock)", () =>
