@@ -52,7 +52,7 @@ beforeAll(async () => {
     coordinator: ["coordinator", ...common, "--profiles", profiles],
     worker: ["worker", ...common, "--id", "hw1", "--languages", "javascript"],
     sessions: ["sessions", ...common, "--profile", "standard", "--deployment-consent"],
-    mcp: ["mcp", ...common, "--http", "0", "--no-auth", "--session", "h1"]
+    mcp: ["mcp", ...common, "--http", "0", "--no-auth", "--session", "h1", "--create"]
   }
   for (const [name, args] of Object.entries(commands)) {
     const port = await NatsServer.freePort()
