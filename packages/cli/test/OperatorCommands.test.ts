@@ -132,6 +132,7 @@ describe("jitbox status", () => {
     expect(child.stdout()).toMatch(/^coordinator: NOT ANSWERING: /m)
     expect(child.stdout()).toMatch(/^workers: 0$/m)
     expect(plain(child.stderr())).toMatch(/^jitbox: CoordinatorUnavailable: no coordinator of namespace 'nobody_here' answers: /m)
+    expect(plain(child.stderr())).toContain("no coordinator answers in namespace nobody_here: start `jitbox coordinator --namespace nobody_here --profiles <file.json>`")
   }, 120_000)
 })
 
