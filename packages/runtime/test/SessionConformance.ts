@@ -212,6 +212,9 @@ export const sessionConformance = (name: string, makeLayer: () => Layer.Layer<Tr
         const notFound = yield* rejection(session.callTool("nope"))
         assert.instanceOf(notFound, HarnessError.ToolNotFound)
         assert.strictEqual((notFound as HarnessError.ToolNotFound).name, "nope")
+        const misspelt = yield* rejection(session.callTool("ad", { left: 1, right: 2 }))
+        assert.deepStrictEqual((misspelt as HarnessError.ToolNotFound).suggestions, ["add"])
+        assert.include((misspelt as Error).message, "did you mean 'add'?")
 
         const invalid = yield* rejection(session.callTool("add", { left: "one", right: 2 }))
         assert.instanceOf(invalid, HarnessError.ValidationError)

@@ -15,7 +15,6 @@ import type { HarnessClockShape } from "../HarnessClock.js"
 import {
   HarnessReleased,
   ToolCancelled,
-  ToolNotFound,
   ToolRejected,
   ToolTimeout,
   ValidationError
@@ -202,7 +201,7 @@ export class Dispatcher implements Session, CallHost {
   private dispatch(call: LiveCall): Promise<unknown> {
     if (this.activation !== undefined) return this.activation.then(() => this.dispatch(call))
     const entry = this.o.registry.entries.get(call.name)
-    if (entry === undefined) return Promise.reject(new ToolNotFound({ name: call.name }))
+    if (entry === undefined) return Promise.reject(this.o.registry.notFound(call.name))
     call.origin = entry.origin
     const middleware = this.o.middleware
     if (middleware.length === 0) return this.attempt(entry, call)
