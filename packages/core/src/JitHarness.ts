@@ -344,7 +344,8 @@ export class JitHarness implements Session {
     options: { readonly contractVersion?: 1 | 2; readonly name?: string } = {}
   ): Promise<ToolRequest.ToolAck & { readonly tool_id: string }> {
     const registry = this.registry
-    return this.change("createToolFromContract", "create_tool", () =>
+    const replaces = options.contractVersion === 2 && typeof input === "object" && input !== null && "replacesToolId" in input
+    return this.change("createToolFromContract", replaces ? "update_tool" : "create_tool", () =>
       ToolContract.create({
         create: (request) => this.changes.create(ToolRequest.decodeCreate(request)),
         update: (request) => this.changes.update(ToolRequest.decodeUpdate(request)),
