@@ -13,7 +13,8 @@
 import { Command, Options } from "@effect/cli"
 import { HarnessError } from "@jitbox/core"
 import { KvLedger, NatsConnection, NatsTransport } from "@jitbox/nats"
-import { Coordinator, ExecutionProfile, type Ledger, type TransportError } from "@jitbox/runtime"
+import { Coordinator, ExecutionProfile, Ids, type Ledger, type TransportError } from "@jitbox/runtime"
+import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -59,14 +60,22 @@ export const bounds = {
   )
 }
 
+/** @since 0.1.0 @category options */
+export const coordinatorId = Options.text("coordinator-id").pipe(
+  Options.withDescription("This coordinator's id in NATS service discovery, as `jitbox status` and $SRV.INFO show it (letters, digits, _ and -); default: a fresh one; environment variable JITBOX_COORDINATOR_ID"),
+  Options.withFallbackConfig(Config.string("JITBOX_COORDINATOR_ID")),
+  Options.optional
+)
+
 /** What serving the coordinator can fail with. @since 0.1.0 @category errors */
 export type CoordinatorCommandError = HarnessError.ConfigError | TransportError.TransportError | Ledger.LedgerError | Health.HealthServerError
 
 /** @since 0.1.0 @category commands */
-export const command = Command.make("coordinator", { ...Connection.options, profiles, ...bounds, ...Health.options }, (config): Effect.Effect<never, CoordinatorCommandError> =>
+export const command = Command.make("coordinator", { ...Connection.options, profiles, coordinatorId, ...bounds, ...Health.options }, (config): Effect.Effect<never, CoordinatorCommandError> =>
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace } = yield* Connection.prefixOf(config)
     const loaded = yield* loadProfiles(config.profiles)
+    const id = Option.isSome(config.coordinatorId) ? yield* Ids.decode(Ids.Token, "--coordinator-id")(config.coordinatorId.value) : undefined
     const health = yield* Health.start(config, { command: "coordinator", namespace, principal: yield* Connection.principalOf(config) })
     const context = yield* Layer.build(
       Layer.merge(NatsTransport.layer, KvLedger.layer({ bucket: KvLedger.bucketOf(namespace) })).pipe(
@@ -75,6 +84,7 @@ export const command = Command.make("coordinator", { ...Connection.options, prof
     )
     yield* Coordinator.make({
       namespace,
+      coordinatorId: id,
       profiles: loaded,
       slotHoldMs: Option.getOrUndefined(config.slotHold),
       ledgerRetentionMs: Option.getOrUndefined(config.ledgerRetention),

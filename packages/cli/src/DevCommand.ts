@@ -110,7 +110,7 @@ export const instructions = (served: {
     `  sessions      a session host: each session is admitted under profile ${profileName}`,
     "",
     "try:",
-    `  jitbox mcp --session demo ${target}`,
+    `  jitbox mcp --session demo --create ${target}`,
     `  jitbox status ${target}`,
     `  jitbox events tail ${target}`,
     `  export JITBOX_SERVER=${served.url}${served.namespace === Connection.defaults.namespace ? "" : ` JITBOX_NAMESPACE=${served.namespace}`}`,

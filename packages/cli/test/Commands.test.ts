@@ -108,7 +108,7 @@ describe("the jitbox process", () => {
 
 describe("jitbox --help (in this process)", () => {
   it.each([
-    ["coordinator", [...common, "--profiles", "--slot-hold", "--ledger-retention", "--max-workers"]],
+    ["coordinator", [...common, "--profiles", "--coordinator-id", "JITBOX_COORDINATOR_ID", "--slot-hold", "--ledger-retention", "--max-workers"]],
     ["worker", [...common, "--pool", "--languages", "--concurrency", "--grace-ms", "--id", "--log-invocations"]],
     ["sessions", [...common, "--store", "--pool", "--idle-timeout", "--max-sessions"]]
   ])("jitbox %s --help names its options", async (subcommand, options) => {
@@ -175,6 +175,12 @@ describe("jitbox's arguments (in this process)", () => {
 
   it("a worker id that is not a subject-safe token", async () => {
     expect(await failure(["worker", "--id", "a.b"])).toMatchObject({ _tag: "ConfigError", option: "--id" })
+  })
+
+  it("a coordinator id that is not a subject-safe token, given as a flag or as JITBOX_COORDINATOR_ID", async () => {
+    const file = write("one-profile.json", JSON.stringify({ profiles: [{ name: "standard" }] }))
+    expect(await failure(["coordinator", "--profiles", file, "--coordinator-id", "a.b"])).toMatchObject({ _tag: "ConfigError", option: "--coordinator-id" })
+    expect(await failure(["coordinator", "--profiles", file], { JITBOX_COORDINATOR_ID: "a b" })).toMatchObject({ _tag: "ConfigError", option: "--coordinator-id" })
   })
 
   it("auth config: a pool that is not a subject token is a ConfigError naming --pool", async () => {

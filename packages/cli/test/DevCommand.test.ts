@@ -63,7 +63,7 @@ afterAll(async () => {
 describe("jitbox dev", () => {
   it("prints where the namespace is and the commands to try, then its ready line", () => {
     expect(dev!.stdout()).toContain(`jitbox dev: namespace ${namespace} on ${url}`)
-    expect(printed("mcp")).toEqual(["mcp", "--session", "demo", "--server", url, "--namespace", namespace])
+    expect(printed("mcp")).toEqual(["mcp", "--session", "demo", "--create", "--server", url, "--namespace", namespace])
     expect(printed("status")).toEqual(["status", "--server", url, "--namespace", namespace])
     expect(fs.existsSync(directory)).toBe(true)
   })

@@ -5,13 +5,14 @@
  * Streamable HTTP serving a remote session hosted in this process on a real nats-server, stopped
  * by SIGTERM with 0, where a request without the bearer token is answered 401 (the session
  * started with `--create`; a session id nobody stored is refused without it, exit 1, and a stored
- * one is served without it). In this process (`Cli.run`, the same parser and handlers): the help names the
+ * one is served without it); and over stdio serving a remote session that another client changes
+ * through `manage`. In this process (`Cli.run`, the same parser and handlers): the help names the
  * options, a snapshot that does not load fails with `SnapshotError` naming the file (the
  * binary exits 1 on any failure), and `--http` without a token, or `--no-auth` on an address other
  * machines reach, fails `ConfigError` before it listens.
  */
 import { JitHarness, JitHarnessSnapshot } from "@jitbox/core"
-import { Ids, Sessions, SnapshotStore, StreamPublisher, Subject } from "@jitbox/runtime"
+import { Ids, RemoteSession, Sessions, SnapshotStore, StreamPublisher, Subject, Transport } from "@jitbox/runtime"
 import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -218,6 +219,7 @@ describe("jitbox mcp --http serving a remote session", () => {
   let nats: NatsServer.Handle | undefined
   let scope: Scope.CloseableScope | undefined
   let hostSessions: Sessions.SessionsShape | undefined
+  let hostTransport: Transport.TransportShape | undefined
   const namespace = "mcp_cli"
 
   beforeAll(async () => {
@@ -230,6 +232,7 @@ describe("jitbox mcp --http serving a remote session", () => {
         const publisher = yield* Layer.build(StreamPublisher.layer({ prefix })).pipe(Effect.provide(transport))
         const context = Context.add(Context.merge(transport, publisher), SnapshotStore.SnapshotStore, SnapshotStore.makeMemory())
         hostSessions = yield* Sessions.make({ prefix, idleTimeout: "10 minutes" }).pipe(Effect.provide(context))
+        hostTransport = Context.get(transport, Transport.Transport)
       }).pipe(Scope.extend(scope))
     )
   })
@@ -297,6 +300,33 @@ describe("jitbox mcp --http serving a remote session", () => {
     await mcp.client.connect(transport)
     try {
       expect(await mcp.names()).toContain("double")
+    } finally {
+      await mcp.client.close()
+    }
+  })
+
+  it("a change another client makes through manage (RemoteSession) reaches the MCP client over stdio: list_changed, then the new tool list", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [bin, "mcp", "--session", "s2", "--create"],
+      cwd: repoRoot,
+      env: { ...ownEnvironment(), JITBOX_SERVER: nats!.url, JITBOX_NAMESPACE: namespace },
+      stderr: "pipe"
+    })
+    const mcp = client()
+    await mcp.client.connect(transport)
+    try {
+      expect(await mcp.names()).not.toContain("double")
+      const other = new RemoteSession.RemoteSession(hostTransport!, "s2", { prefix: Subject.prefix(Ids.namespace(namespace)) })
+      const beforeCreate = mcp.state.listChanged
+      expect(await other.createTool(js("double", doubleSource))).toEqual({ name: "double", status: "loaded" })
+      await waitUntil("list_changed after manage create_tool", () => mcp.state.listChanged > beforeCreate)
+      expect(await mcp.names()).toContain("double")
+      const beforeUnload = mcp.state.listChanged
+      await other.unloadTool("double")
+      await waitUntil("list_changed after manage unload_tool", () => mcp.state.listChanged > beforeUnload)
+      expect(await mcp.names()).not.toContain("double")
+      expect(mcp.state.errors).toEqual([])
     } finally {
       await mcp.client.close()
     }

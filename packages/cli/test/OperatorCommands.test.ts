@@ -60,7 +60,7 @@ beforeAll(async () => {
   transport = await Effect.runPromise(Effect.map(NatsConnection.make({ servers: server.url }), NatsTransport.fromConnection).pipe(Scope.extend(scope)))
   const env = { JITBOX_SERVER: server.url, JITBOX_NAMESPACE: namespace }
   serving.push(
-    spawnCli(["coordinator", "--profiles", path.join(directory, "profiles.json")], env),
+    spawnCli(["coordinator", "--profiles", path.join(directory, "profiles.json")], { ...env, JITBOX_COORDINATOR_ID: "coord-1" }),
     spawnCli(["worker", "--id", "w1", "--languages", "typescript,javascript"], env),
     spawnCli(["sessions", "--store", path.join(directory, "store"), "--profile", "standard", "--deployment-consent", "--policy", JSON.stringify({ allowedLanguages: ["JavaScript"], maximumInvocations: 6_400 })], env)
   )
@@ -104,7 +104,7 @@ describe("jitbox status", () => {
 
     const text = plain(table.stdout())
     expect(text).toContain(`namespace ${namespace}`)
-    expect(text).toMatch(/^coordinator: answering \(\S+, \d+ requests\)$/m)
+    expect(text).toMatch(/^coordinator: answering \(coord-1, \d+ requests\)$/m)
     expect(text).toMatch(/^ {2}PROFILE +LOCATION +LANGUAGES +INVOCATIONS +TOOLS +REPAIRS +CONCURRENCY +SLOTS HELD$/m)
     expect(text).toMatch(/^ {2}SESSION +PROFILE +OWNER +CONSENT +LEASE /m)
     expect(text).toMatch(/^ {2}standard +- +JavaScript,Python +6400 +8 +1 +2 +\d$/m)
@@ -139,6 +139,7 @@ describe("jitbox status", () => {
     expect(child.stdout()).toMatch(/^coordinator: NOT ANSWERING: /m)
     expect(child.stdout()).toMatch(/^workers: 0$/m)
     expect(plain(child.stderr())).toMatch(/^jitbox: CoordinatorUnavailable: no coordinator of namespace 'nobody_here' answers: /m)
+    expect(plain(child.stderr())).toContain("no coordinator answers in namespace nobody_here: start `jitbox coordinator --namespace nobody_here --profiles <file.json>`")
   }, 120_000)
 })
 

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import * as CodePoints from "./CodePoints.js"
+import * as Paging from "./Paging.js"
 import type { ToolErrorRecord, ToolErrorReport } from "./ToolErrorReport.js"
 
 /** What dispatch knows of one failed or rejected attempt. @since 0.1.0 @category models */
@@ -98,6 +99,7 @@ export class ErrorCache {
 
   report(name: string | undefined, offset: number, limit: number): ToolErrorReport {
     const matches = this.records(name)
+    Paging.checkOffset(offset, matches.length, `total_matches ${matches.length}`, name)
     const end = Math.min(matches.length, offset + limit)
     return {
       errors: matches.slice(offset, end),

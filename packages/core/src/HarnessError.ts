@@ -8,10 +8,14 @@ import * as Schema from "effect/Schema"
 
 /** A name no registry of this harness knows. @since 0.1.0 @category errors */
 export class ToolNotFound extends Schema.TaggedError<ToolNotFound>()("ToolNotFound", {
-  name: Schema.String
+  name: Schema.String,
+  /** The session's tool names nearest to `name` (at most three), when some are close: a slip of the caller's. */
+  suggestions: Schema.optional(Schema.Array(Schema.String))
 }) {
   override get message(): string {
-    return `no tool named '${this.name}' exists in this harness`
+    const near = this.suggestions ?? []
+    const hint = near.length === 0 ? "" : `; did you mean ${near.map((name) => `'${name}'`).join(", ")}?`
+    return `no tool named '${this.name}' exists in this harness${hint}`
   }
 }
 

@@ -28,6 +28,7 @@ import { InspectionToolExposure } from "./InspectionToolExposure.js"
 import type { JitHarnessProfile, ToolStats } from "./JitHarnessProfile.js"
 import * as JitHarnessSnapshot from "./JitHarnessSnapshot.js"
 import * as JitPolicy from "./JitPolicy.js"
+import type * as ManagementTools from "./ManagementTools.js"
 import type { JsonSchema } from "./JsonSchema.js"
 import type { ProfileSinkShape } from "./ProfileSink.js"
 import { Profiler } from "./Profiler.js"
@@ -297,9 +298,10 @@ export class JitHarness implements Session {
     })
   }
 
-  private change<A>(operation: string, change: () => A | Promise<A>): Promise<A> {
+  /** Makes one change after the ones asked for before it, announced as a call of the management tool `toolName` would be. */
+  private change<A>(operation: string, toolName: ManagementTools.ManagementToolName, change: () => A | Promise<A>): Promise<A> {
     if (this.dispatcher.released) return Promise.reject(new HarnessReleased({ sessionId: this.sessionId, operation }))
-    return this.changes.serially(change)
+    return this.dispatcher.announced(toolName, () => this.changes.serially(change))
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -317,19 +319,19 @@ export class JitHarness implements Session {
   // Changing the toolbox (the management tools make the same changes)
 
   createTool(request: ToolRequest.CreateToolRequest): Promise<ToolRequest.ToolAck> {
-    return this.change("createTool", () => this.changes.create(ToolRequest.decodeCreate(request)))
+    return this.change("createTool", "create_tool", () => this.changes.create(ToolRequest.decodeCreate(request)))
   }
 
   updateTool(request: ToolRequest.UpdateToolRequest): Promise<ToolRequest.ToolAck> {
-    return this.change("updateTool", () => this.changes.update(ToolRequest.decodeUpdate(request)))
+    return this.change("updateTool", "update_tool", () => this.changes.update(ToolRequest.decodeUpdate(request)))
   }
 
   unloadTool(name: string): Promise<ToolRequest.ToolAck> {
-    return this.change("unloadTool", () => this.changes.setLoaded(name, false))
+    return this.change("unloadTool", "unload_tool", () => this.changes.setLoaded(name, false))
   }
 
   loadTool(name: string): Promise<ToolRequest.ToolAck> {
-    return this.change("loadTool", () => this.changes.setLoaded(name, true))
+    return this.change("loadTool", "load_tool", () => this.changes.setLoaded(name, true))
   }
 
   /**
@@ -342,7 +344,8 @@ export class JitHarness implements Session {
     options: { readonly contractVersion?: 1 | 2; readonly name?: string } = {}
   ): Promise<ToolRequest.ToolAck & { readonly tool_id: string }> {
     const registry = this.registry
-    return this.change("createToolFromContract", () =>
+    const replaces = options.contractVersion === 2 && typeof input === "object" && input !== null && "replacesToolId" in input
+    return this.change("createToolFromContract", replaces ? "update_tool" : "create_tool", () =>
       ToolContract.create({
         create: (request) => this.changes.create(ToolRequest.decodeCreate(request)),
         update: (request) => this.changes.update(ToolRequest.decodeUpdate(request)),

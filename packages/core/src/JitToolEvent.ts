@@ -1,7 +1,8 @@
 /**
  * The two CUSTOM events of the harness (EVT-01, EVT-06): deliberately small, never arguments,
- * results or messages. `tool_call_id` equals the profile record's `call_id`. A feed that had to
- * drop events says so with `jit_events_dropped` before the next event it delivers.
+ * results or messages. `tool_call_id` equals the profile record's `call_id`, except for a change
+ * made through the application API, which emits the management tool's pair without being a call.
+ * A feed that had to drop events says so with `jit_events_dropped` before the next event it delivers.
  *
  * @since 0.1.0
  */

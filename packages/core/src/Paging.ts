@@ -75,6 +75,22 @@ export const page = <R>(
 }
 
 /**
+ * The one rule of every paged answer: an offset at the end (`total`) answers an empty page, an
+ * offset past it is an `InvalidToolRequest` `OffsetOutOfRange` whose detail names `counted`.
+ *
+ * @since 0.1.0
+ * @category paging
+ */
+export const checkOffset = (offset: number, total: number, counted: string, name?: string): void => {
+  if (offset <= total) return
+  throw new InvalidToolRequest({
+    ...(name === undefined ? {} : { name }),
+    reason: "OffsetOutOfRange",
+    detail: `offset ${offset} is past the end (${counted})`
+  })
+}
+
+/**
  * A page of list items: at most `limit` items from `offset`, dropping items from the end until
  * `envelope(items, nextOffset)` fits the response budget (at least one item is always kept).
  * One rule for every paged answer, text or list: an offset at the end answers an empty page, an
@@ -90,13 +106,7 @@ export const pageItems = <A, R>(
   envelope: (items: ReadonlyArray<A>, nextOffset: number | null) => R,
   name?: string
 ): R => {
-  if (offset > items.length) {
-    throw new InvalidToolRequest({
-      ...(name === undefined ? {} : { name }),
-      reason: "OffsetOutOfRange",
-      detail: `offset ${offset} is past the end (${items.length} items)`
-    })
-  }
+  checkOffset(offset, items.length, `${items.length} items`, name)
   const chosen = items.slice(offset, offset + limit)
   const build = (n: number) => {
     const end = offset + n

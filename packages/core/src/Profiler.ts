@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import * as Paging from "./Paging.js"
 import type { JitHarnessProfile, ProfileRecord, ToolStats } from "./JitHarnessProfile.js"
 import type { ToolCallStatus, ToolOrigin } from "./ToolOrigin.js"
 
@@ -260,6 +261,7 @@ export class Profiler {
 
   report(name: string | undefined, offset: number, limit: number, origin?: ToolOrigin): JitHarnessProfile {
     const calls = this.records(name)
+    Paging.checkOffset(offset, calls.length, `total_calls ${calls.length}`, name)
     const end = Math.min(calls.length, offset + limit)
     return {
       stats: name === undefined ? this.allStats() : [this.stats(name, origin)],

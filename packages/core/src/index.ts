@@ -37,6 +37,7 @@ export * as JsonLength from "./JsonLength.js"
 export * as JitToolEvent from "./JitToolEvent.js"
 export * as JsonSchema from "./JsonSchema.js"
 export * as ManagementTools from "./ManagementTools.js"
+export * as NearestNames from "./NearestNames.js"
 export * as Paging from "./Paging.js"
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { createHash } from "node:crypto"
 import { JitHarness } from "../src/JitHarness.js"
 import { tool } from "../src/Tool.js"
 import { add, codeTool, makeHarness, makeHarnessWithUnbound, rejection, twiceSource, withTwice } from "./fixtures.js"
@@ -45,6 +46,17 @@ describe("the application API: complete and unbudgeted (APP-01..11)", () => {
       version_id: expect.stringMatching(/^v_[0-9a-f]{20}$/),
       files: [{ path: "index.ts", chars: twiceSource.length }]
     })
+  })
+
+  it("version_id is the content hash docs/protocol.md derives: v_ and 20 hex digits of the SHA-256 of what the request declared (D-03)", async () => {
+    const harness = await withTwice()
+    const expected = (parts: ReadonlyArray<unknown>) => `v_${createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 20)}`
+    // declared: what the request sent; the module's own description and guidelines are not part of it
+    expect(harness.definition("twice").version_id).toBe(expected(["code", "typescript", "twice", [["index.ts", twiceSource]], null, null, null]))
+    await harness.updateTool({ name: "twice", description: "Doubles." })
+    expect(harness.definition("twice").version_id).toBe(expected(["code", "typescript", "twice", [["index.ts", twiceSource]], "Doubles.", null, null]))
+    await harness.createTool({ kind: "text", name: "howto", source: "# Steps", description: "How to." })
+    expect(harness.definition("howto").version_id).toBe(expected(["text", null, null, [["SKILL.md", "# Steps"]], "How to.", null, null]))
   })
 
   it("source returns the complete retained source; base tools have none (APP-03)", async () => {

@@ -54,6 +54,32 @@ describe("dispatch of base tools", () => {
     expect(await events.stop()).toEqual([])
   })
 
+  it("ToolNotFound suggests the nearest of the session's tool names: by edit distance, case ignored, at most three, none when nothing is close", async () => {
+    const harness = await withTwice()
+    for (const name of ["twise", "tiwce", "addd", "twice"]) await harness.createTool({ kind: "text", name: `${name}_notes`, source: "# Notes", description: "Notes." })
+    const suggested = async (name: string, call: () => Promise<unknown>) => {
+      const error = await rejection(call())
+      expect(error).toMatchObject({ _tag: "ToolNotFound", name })
+      return { suggestions: (error as { suggestions?: ReadonlyArray<string> }).suggestions, message: (error as Error).message }
+    }
+    expect(await suggested("twcie", () => harness.callTool("twcie", {}))).toEqual({
+      suggestions: ["twice"],
+      message: "no tool named 'twcie' exists in this harness; did you mean 'twice'?"
+    })
+    expect((await suggested("Add", () => harness.callTool("Add", {}))).suggestions).toEqual(["add"])
+    // nearest first, ties by name, at most three
+    expect((await suggested("twise_note", () => harness.updateTool({ name: "twise_note", source: "x" }))).suggestions).toEqual([
+      "twise_notes",
+      "twice_notes",
+      "tiwce_notes"
+    ])
+    expect((await suggested("list_tool", () => harness.callTool("inspect_tool", { name: "list_tool" }))).suggestions).toEqual(["list_tools", "load_tool"])
+    expect(await suggested("zzzzzz", () => harness.unloadTool("zzzzzz"))).toEqual({
+      suggestions: undefined,
+      message: "no tool named 'zzzzzz' exists in this harness"
+    })
+  })
+
   it("invalid arguments are a failed attempt with error_type ValidationError (D-11, STS-03)", async () => {
     const harness = makeHarness()
     const error = await rejection(harness.callTool("add", { left: "one", right: 2 }))

@@ -190,6 +190,10 @@ describe("the error cache (ERR-01..27)", () => {
       expect(() => harness.toolErrors(undefined, options)).toThrowError(expect.objectContaining({ _tag: "InvalidToolRequest" }))
     }
     expect(harness.toolErrors(undefined, { limit: 1_000 }).errors).toHaveLength(8)
+    expect(harness.toolErrors("a", { offset: 7 })).toMatchObject({ errors: [], next_offset: null })
+    expect(() => harness.toolErrors("a", { offset: 8 })).toThrowError(
+      expect.objectContaining({ _tag: "InvalidToolRequest", reason: "OffsetOutOfRange", name: "a", detail: "offset 8 is past the end (total_matches 7)" })
+    )
   })
 
   it("ErrorCache on its own: capacity 1 keeps only the latest distinct error", () => {

@@ -60,7 +60,12 @@ describe("the call window (PRF-08, PRF-10, PRF-15, AMB-13)", () => {
     expect(second).toMatchObject({ offset: 100, next_offset: null })
     expect(second.stats).toEqual([harness.profileStats("add")])
     expect(second.stats[0]!.call_count).toBe(105)
-    expect(harness.profile(undefined, { offset: 200 })).toMatchObject({ calls: [], next_offset: null })
+    expect(harness.profile(undefined, { offset: 105 })).toMatchObject({ calls: [], next_offset: null, total_calls: 105 })
+    // past the end: the same answer as the management tool inspect_tool_calls gives
+    const past = { _tag: "InvalidToolRequest", reason: "OffsetOutOfRange" }
+    expect(() => harness.profile(undefined, { offset: 200 })).toThrowError(expect.objectContaining({ ...past, detail: "offset 200 is past the end (total_calls 105)" }))
+    expect(() => harness.profile("add", { offset: 106 })).toThrowError(expect.objectContaining({ ...past, name: "add" }))
+    await expect(harness.callTool("inspect_tool_calls", { name: "add", offset: 200 })).rejects.toMatchObject(past)
   })
 
   it("profile limit is 1–1,000 and offsets are non-negative integers (D-16)", () => {

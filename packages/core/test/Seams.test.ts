@@ -204,6 +204,12 @@ describe("sinks", () => {
       eventSink: { emit: (event) => events.push(event) }
     })
     await harness.createTool({ entrypoint: "twice", source: twiceSource })
+    // the change announced itself as create_tool's pair; it has no record
+    expect(events.map((event) => event.name === "jit_events_dropped" ? "" : `${event.name} ${event.payload.tool_name}`)).toEqual([
+      "jit_tool_started create_tool",
+      "jit_tool_completed create_tool"
+    ])
+    events.length = 0
     const pending = harness.callTool("twice", { value: 2 }, { callId: "t-1" })
     const atSettle = pending.then(() => [records.length, events.length])
     expect(await pending).toBe(4)
@@ -243,7 +249,8 @@ describe("Harness.layer reads its seams from the context", () => {
       yield* Effect.promise(() => harness.createTool({ language: "python", entrypoint: "composer", source: "composer" }))
       expect(yield* Effect.promise(() => harness.callTool("composer", { call: "add" }))).toBe(3)
       expect(records).toEqual(["add", "composer"])
-      expect(events).toEqual(["jit_tool_started", "jit_tool_completed"])
+      // create_tool's pair (the change made through the API), then the call's
+      expect(events).toEqual(["jit_tool_started", "jit_tool_completed", "jit_tool_started", "jit_tool_completed"])
       expect(admission.usage().invocations).toBe(1)
       }).pipe(Effect.provide(layer))
     }))

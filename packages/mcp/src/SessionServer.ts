@@ -12,7 +12,8 @@
  *   not expose does not exist (EXP-06). While a call runs and the client sent a progress token,
  *   a heartbeat `notifications/progress` goes out every `heartbeatMs`.
  * - every successful `create_tool`, `update_tool`, `unload_tool` or `load_tool`, whoever called it
- *   (the client, or code through `harness.callTool`), is seen in the session's events and sends
+ *   (the client, code through `harness.callTool`, or an application through `createTool` … or a
+ *   `manage` message, which emit the same events), is seen in the session's events and sends
  *   `notifications/tools/list_changed`; so does a notice that events were dropped (a change may
  *   have been among them). A change seen while calls run is announced by each of them as it ends,
  *   on the call's own response stream, before its result (over HTTP a notification outside a

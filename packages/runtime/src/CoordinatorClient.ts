@@ -13,6 +13,7 @@ import * as Ids from "./Ids.js"
 import * as Protocol from "./Protocol.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
+import { noCoordinator } from "./internal/missingServers.js"
 
 /** @since 0.1.0 @category models */
 export type CoordinatorClient = Protocol.EffectFacade<CoordinatorProtocol.Operations, CoordinatorProtocol.CoordinatorError>
@@ -66,7 +67,10 @@ export const make = (
     const timeoutMs = options.timeoutMs ?? defaults.timeoutMs
     const subjects = new Map(CoordinatorProtocol.kinds.map((kind) => [kind as string, Subject.coordinator(prefix, principal, Ids.token(kind))]))
     const subjectOf = (kind: string) => subjects.get(kind)!
+    const namespace = Subject.namespaceOf(prefix)
     const invoke = Protocol.client(CoordinatorProtocol.operations, subjectOf, (kind, payload) =>
-      transport.request(subjectOf(kind), payload, { timeoutMs }))
+      transport.request(subjectOf(kind), payload, { timeoutMs }).catch((error: unknown) => {
+        throw noCoordinator(error, namespace)
+      }))
     return Protocol.effectFacade(CoordinatorProtocol.operations, invoke, isFailure)
   })

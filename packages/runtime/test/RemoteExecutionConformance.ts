@@ -179,6 +179,9 @@ const chain = (length: number) =>
   "${i}" + (${i + 1 < length ? `await harness.callTool("link${i + 1}", {})` : `""`}))`
   })).reverse()
 
+/** Answers a string of `bytes` characters: its JSON is two bytes longer. */
+const bigJs = `export const big = tool({ description: "Answers a long string.", guidelines: "Use in tests." }, async ({ bytes }) => "z".repeat(bytes))`
+
 const pauseJs = `export const pause = tool({ description: "Notes, pauses, notes.", guidelines: "Use in tests." }, async () => {
   await harness.callTool("note", { phase: "in" })
   await new Promise((resolve) => setTimeout(resolve, 50))
@@ -234,6 +237,25 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
         assert.strictEqual(yield* RemoteSession.callTool(remote, "twice", { value: 21 }), 42)
         const profile = yield* Effect.promise(() => sessions.get("s1").profile("add"))
         assert.strictEqual(profile.calls.at(-1)?.caller_tool_name, "twice")
+        track(worker)
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a worker's result over 256 KiB fails the call SandboxError OutputTooLarge, recorded as the tool's failure; a caller across the wire gets the same", () =>
+      Effect.gen(function*() {
+        const { prefix, sessions, context, worker } = yield* setup(makeLayer)
+        const session = sessions.get("s1")
+        yield* Effect.promise(() => session.createTool({ entrypoint: "big", language: "javascript", source: bigJs }))
+        assert.strictEqual((yield* Effect.promise(() => session.callTool("big", { bytes: 262_144 - 2 }))) as string, "z".repeat(262_144 - 2))
+        const remote = yield* RemoteSession.make("s1", { prefix }).pipe(Effect.provide(context))
+        for (const caller of [() => session.callTool("big", { bytes: 262_144 }), () => remote.callTool("big", { bytes: 262_144 })]) {
+          const error = (yield* rejection(caller())) as { _tag?: string; reason?: string; detail?: string }
+          assert.strictEqual(error._tag, "SandboxError", String(error))
+          assert.strictEqual(error.reason, "OutputTooLarge")
+          assert.include(error.detail, "262144 bytes")
+        }
+        const errors = yield* Effect.promise(() => session.toolErrors("big"))
+        assert.strictEqual(errors.errors[0]?.error_type, "SandboxError")
+        assert.strictEqual(errors.errors[0]?.occurrences, 2)
         track(worker)
       }).pipe(Effect.scoped), 60_000)
 

@@ -212,6 +212,9 @@ export const sessionConformance = (name: string, makeLayer: () => Layer.Layer<Tr
         const notFound = yield* rejection(session.callTool("nope"))
         assert.instanceOf(notFound, HarnessError.ToolNotFound)
         assert.strictEqual((notFound as HarnessError.ToolNotFound).name, "nope")
+        const misspelt = yield* rejection(session.callTool("ad", { left: 1, right: 2 }))
+        assert.deepStrictEqual((misspelt as HarnessError.ToolNotFound).suggestions, ["add"])
+        assert.include((misspelt as Error).message, "did you mean 'add'?")
 
         const invalid = yield* rejection(session.callTool("add", { left: "one", right: 2 }))
         assert.instanceOf(invalid, HarnessError.ValidationError)
@@ -512,6 +515,51 @@ export const sessionConformance = (name: string, makeLayer: () => Layer.Layer<Tr
         yield* Effect.promise(() => host.forget("s1"))
         assert.deepStrictEqual(host.active(), [])
         assert.strictEqual(yield* Effect.promise(() => host.get("s1").callTool("twice", { value: 8 })), 16)
+      }))
+
+    it.scopedLive("forget while calls run: a call that ends within the grace answers its result; one still running past it is answered Closed and cancelled", () => {
+      const gate = deferred()
+      const stuck = deferred<AbortSignal>()
+      const hold = tool({ name: "hold", description: "Waits for the test.", guidelines: "Use in tests." }, () => gate.promise.then(() => "held"))
+      const hang = tool({ name: "hang", description: "Never returns.", guidelines: "Use in tests." }, (_args, context) => {
+        stuck.resolve(context.signal)
+        return new Promise(() => {})
+      })
+      return Effect.gen(function*() {
+        const w = yield* world(undefined, [hold, hang])
+        const { host } = yield* w.host({ graceMs: 300 })
+        const session = w.remote("s1")
+        const held = session.callTool("hold", {})
+        const hung = session.callTool("hang", {}, { callId: "hung" })
+        held.catch(() => undefined)
+        hung.catch(() => undefined)
+        const signal = yield* Effect.promise(() => stuck.promise)
+        yield* Effect.promise(() => session.forget())
+        gate.resolve()
+        assert.strictEqual(yield* Effect.promise(() => held), "held")
+        const closed = yield* rejection(hung)
+        assert.isTrue(isTransportError(closed) && closed.reason === "Closed", String(closed))
+        assert.include((closed as TransportError).detail, "grace 300 ms")
+        yield* waitUntil("the session being released", () => host.active().length === 0)
+        assert.isTrue(signal.aborted)
+      })
+    })
+
+    it.scopedLive("a call published without a reply subject runs (its result goes nowhere; its record and events are the session's)", () =>
+      Effect.gen(function*() {
+        const w = yield* world()
+        yield* w.host()
+        const session = w.remote("s1")
+        yield* Effect.promise(() => session.listTools()) // activates the session
+        w.transport.publish(Subject.sessionCall(w.prefix, Ids.sessionId("s1")), Envelope.encode("call", { name: "add", args: { left: 1, right: 2 }, call_id: "published" }))
+        yield* Effect.promise(async () => {
+          const deadline = Date.now() + 5_000
+          while (!(await session.profile("add")).calls.some((call) => call.call_id === "published")) {
+            if (Date.now() > deadline) throw new Error("the published call did not run within 5 s")
+            await new Promise((resolve) => setTimeout(resolve, 10))
+          }
+        })
+        assert.strictEqual((yield* Effect.promise(() => session.profile("add"))).calls[0]?.status, "completed")
       }))
 
     it.scopedLive("aborting a remote call cancels it in the session: ToolCancelled, and the record says cancelled", () => {

@@ -91,6 +91,32 @@ describe("Sessions in this process", () => {
       assert.includeMembers(completed, ["before", "after"])
     }))
 
+  it.scoped("a change made through manage publishes the events the management tool's call would: create, unload, a refused load", () =>
+    Effect.gen(function*() {
+      const host = yield* hostWith(SnapshotStore.makeMemory())
+      const session = host.get("s1")
+      const seen: Array<JitToolEvent.JitToolEvent> = []
+      session.events.listen((event) => seen.push(event))
+      yield* Effect.promise(() => session.createTool({ entrypoint: "twice", source: twiceSource }))
+      yield* Effect.promise(() => session.unloadTool("twice"))
+      yield* Effect.promise(() => session.loadTool("absent").catch(() => undefined))
+      const pairs = seen.map((event) =>
+        event.name === "jit_tool_completed"
+          ? `${event.payload.tool_name} ${event.payload.origin} ${event.payload.success ? "ok" : event.payload.error_type}`
+          : event.name === "jit_tool_started" ? `start ${event.payload.tool_name}` : event.name
+      )
+      assert.deepStrictEqual(pairs, [
+        "start create_tool",
+        "create_tool management ok",
+        "start unload_tool",
+        "unload_tool management ok",
+        "start load_tool",
+        "load_tool management ToolNotFound"
+      ])
+      const started = seen.filter((event) => event.name === "jit_tool_started").map((event) => (event.payload as { tool_call_id: string }).tool_call_id)
+      assert.strictEqual(new Set(started).size, 3)
+    }))
+
   it.scoped("an attached request pins its session: idle, it is not passivated until detached (TestClock)", () =>
     Effect.gen(function*() {
       const host = yield* hostWith(SnapshotStore.makeMemory())

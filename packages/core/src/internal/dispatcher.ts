@@ -15,7 +15,6 @@ import type { HarnessClockShape } from "../HarnessClock.js"
 import {
   HarnessReleased,
   ToolCancelled,
-  ToolNotFound,
   ToolRejected,
   ToolTimeout,
   ValidationError
@@ -165,6 +164,29 @@ export class Dispatcher implements Session, CallHost {
   /** The CallHost face: the lease the session's admission holds now (for runners in another process). */
   readonly grant = (): Grant | undefined => this.o.admission.grant?.()
 
+  /**
+   * A change the application made through the API (`createTool`, …) rather than by calling the
+   * management tool `toolName`: it publishes the same `jit_tool_started` / `jit_tool_completed`
+   * pair (origin `management`, that tool's name), so whoever follows the events sees every change.
+   * It is not a call: it has no profile record, and no middleware or budget applies.
+   */
+  announced<A>(toolName: string, change: () => Promise<A>): Promise<A> {
+    const events = this.o.events
+    if (!events.active) return change()
+    const callId = this.generatedId(++this.seq)
+    const payload = { session_id: this.sessionId, tool_call_id: callId, tool_name: toolName, origin: "management" as const }
+    events.emit({ type: "CUSTOM", name: "jit_tool_started", payload })
+    const completed = (success: boolean, errorType: string | null) =>
+      events.emit({ type: "CUSTOM", name: "jit_tool_completed", payload: { ...payload, success, error_type: errorType } })
+    return change().then((value) => {
+      completed(true, null)
+      return value
+    }, (thrown: unknown) => {
+      completed(false, ThrownValue.errorType(thrown))
+      throw thrown
+    })
+  }
+
   /** Runs one example of a version that is not installed yet, as part of the change that builds it. Not recorded. */
   readonly runExample = async (version: CodeVersion, name: string, input: unknown): Promise<unknown> => {
     const call = new LiveCall(this, ++this.seq, undefined, name, input, null, null, 1, true, this.epoch, "example", undefined)
@@ -179,7 +201,7 @@ export class Dispatcher implements Session, CallHost {
   private dispatch(call: LiveCall): Promise<unknown> {
     if (this.activation !== undefined) return this.activation.then(() => this.dispatch(call))
     const entry = this.o.registry.entries.get(call.name)
-    if (entry === undefined) return Promise.reject(new ToolNotFound({ name: call.name }))
+    if (entry === undefined) return Promise.reject(this.o.registry.notFound(call.name))
     call.origin = entry.origin
     const middleware = this.o.middleware
     if (middleware.length === 0) return this.attempt(entry, call)

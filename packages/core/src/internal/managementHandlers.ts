@@ -5,7 +5,7 @@
  * one code path for each.
  */
 import * as CodePoints from "../CodePoints.js"
-import { InvalidToolRequest, ToolNotFound } from "../HarnessError.js"
+import { InvalidToolRequest } from "../HarnessError.js"
 import type { ProfileRecord } from "../JitHarnessProfile.js"
 import { type ManagementToolName, managementTools } from "../ManagementTools.js"
 import * as Paging from "../Paging.js"
@@ -51,7 +51,7 @@ const compactCall = (record: ProfileRecord): Record<string, unknown> => {
 
 /** Any tool this harness knows, management tools included: their calls are profiled too (MGMT-19). */
 const knownTool = (registry: Registry, name: string) => {
-  if (registry.get(name) === undefined) throw new ToolNotFound({ name })
+  if (registry.get(name) === undefined) throw registry.notFound(name)
 }
 
 /**

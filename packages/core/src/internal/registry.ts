@@ -6,6 +6,7 @@
 import type { CodeRunnerShape } from "../CodeRunner.js"
 import { NameConflict, ToolNotFound } from "../HarnessError.js"
 import type { JsonSchema } from "../JsonSchema.js"
+import * as NearestNames from "../NearestNames.js"
 import type * as Paging from "../Paging.js"
 import type { ToolDefinition } from "../Tool.js"
 import type { ToolState } from "../ToolCatalog.js"
@@ -85,10 +86,16 @@ export class Registry {
     return this.entries.get(name)
   }
 
+  /** The error for a name this registry does not hold, suggesting the nearest names it does. */
+  notFound(name: string): ToolNotFound {
+    const suggestions = NearestNames.nearest(name, this.entries.keys())
+    return new ToolNotFound(suggestions.length === 0 ? { name } : { name, suggestions })
+  }
+
   /** A tool the application or the model may name: anything but a management tool. */
   user(name: string): UserEntry {
     const entry = this.entries.get(name)
-    if (entry === undefined) throw new ToolNotFound({ name })
+    if (entry === undefined) throw this.notFound(name)
     if (entry.origin === "management") throw new NameConflict({ name, reason: "Reserved" })
     return entry
   }

@@ -9,7 +9,7 @@
  * say) is part of that change: queued behind its own parent it would wait forever.
  */
 import * as CodePackage from "../CodePackage.js"
-import { InvalidToolRequest, NameConflict, PackageError, ToolNotFound } from "../HarnessError.js"
+import { InvalidToolRequest, NameConflict, PackageError } from "../HarnessError.js"
 import type { JitHarnessSnapshot } from "../JitHarnessSnapshot.js"
 import { checkName } from "../Tool.js"
 import type { CreateToolRequest, ToolAck, UpdateToolRequest } from "../ToolRequest.js"
@@ -95,7 +95,7 @@ export class ToolChanges {
   async update(request: UpdateToolRequest): Promise<ToolAck> {
     const name = request.name
     const entry = this.registry.get(name)
-    if (entry === undefined) throw new ToolNotFound({ name })
+    if (entry === undefined) throw this.registry.notFound(name)
     if (entry.origin === "management") throw new NameConflict({ name, reason: "Reserved" })
     if (entry.origin === "base") throw new NameConflict({ name, reason: "BaseTool" })
     if (request.kind !== undefined && request.kind !== entry.origin) {
@@ -178,7 +178,7 @@ export class ToolChanges {
 
   setLoaded(name: string, loaded: boolean): ToolAck {
     const entry = this.registry.get(name)
-    if (entry === undefined) throw new ToolNotFound({ name })
+    if (entry === undefined) throw this.registry.notFound(name)
     if (entry.origin === "management") throw new NameConflict({ name, reason: "Reserved" })
     if (entry.origin === "base" && !this.registry.manageBaseTools) {
       throw new InvalidToolRequest({

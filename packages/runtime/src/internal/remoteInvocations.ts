@@ -28,6 +28,7 @@ import type * as WireError from "../WireError.js"
 import * as WorkerProtocol from "../WorkerProtocol.js"
 import type { Capabilities } from "./capabilities.js"
 import type * as Heartbeats from "./heartbeats.js"
+import { noWorker } from "./missingServers.js"
 import * as Wire from "./wire.js"
 
 /** An activation the runner made: what every message about it carries, and the harness that made it. */
@@ -101,7 +102,7 @@ const sendUntilAnswered = async (
       // reason says what happened, not the worker's answer to the cancel racing it
       if (signal?.aborted === true && signal.reason !== undefined) throw signal.reason
       const busy = error instanceof TransportError && error.reason === "Busy"
-      if (!busy || signal?.aborted === true || now() + pause >= deadline) throw error
+      if (!busy || signal?.aborted === true || now() + pause >= deadline) throw noWorker(error)
       await sleep(pause)
       pause = Math.min(pause * 2, options.busyRetryMs * 32)
     }
