@@ -19,7 +19,7 @@ export const onClose = (hold: LeaseHold, client: CoordinatorClient): Effect.Effe
       const released = yield* Effect.either(client.release({ sessionId, leaseId: lease.id, spent: hold.spent }))
       if (released._tag === "Left") {
         yield* Effect.logWarning(
-          `jitbox: the release of lease '${lease.id}' of session '${sessionId}' was not confirmed (${released.left.message}); the coordinator counts the lease as spent when it expires`
+          `jitbox: the release of lease '${lease.id}' of session '${sessionId}' was not confirmed (${released.left.message}); the coordinator charges the lease what it verifiably spent when it expires`
         )
       }
     })
