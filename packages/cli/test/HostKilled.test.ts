@@ -16,6 +16,7 @@ import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { counterJs, waitJs } from "./fixtures/tools.js"
 import { type CliProcess, spawnCli } from "./cliProcess.js"
 
 const { connect } = createRequire(new URL("../../nats/package.json", import.meta.url))("@nats-io/transport-node") as {
@@ -23,13 +24,6 @@ const { connect } = createRequire(new URL("../../nats/package.json", import.meta
 }
 
 const namespace = "hostkill"
-const counterJs = `let count = 0
-export const counter = tool({ description: "Counts its calls.", guidelines: "Use in tests." }, async () => ++count)`
-const waitJs = `export const wait = tool({
-  description: "Answers after a while.",
-  guidelines: "Use in tests.",
-  parameters: { type: "object", properties: { ms: { type: "number" } }, required: ["ms"] }
-}, async ({ ms }) => { await new Promise((resolve) => setTimeout(resolve, ms)); return "waited" })`
 
 let server: NatsServer.Handle | undefined
 let directory: string

@@ -221,6 +221,15 @@ describe("jitbox mcp --http serving a remote session", () => {
   let hostSessions: Sessions.SessionsShape | undefined
   let hostTransport: Transport.TransportShape | undefined
   const namespace = "mcp_cli"
+  /** `jitbox mcp <args>` over stdio, on the suite's server and namespace. */
+  const remoteStdio = (...args: Array<string>) =>
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [bin, "mcp", ...args],
+      cwd: repoRoot,
+      env: { ...ownEnvironment(), JITBOX_SERVER: nats!.url, JITBOX_NAMESPACE: namespace },
+      stderr: "pipe"
+    })
 
   beforeAll(async () => {
     nats = await NatsServer.start()
@@ -289,13 +298,7 @@ describe("jitbox mcp --http serving a remote session", () => {
   })
 
   it("--session of a stored session needs no --create: over stdio it serves the tools made before", async () => {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [bin, "mcp", "--session", "s1"],
-      cwd: repoRoot,
-      env: { ...ownEnvironment(), JITBOX_SERVER: nats!.url, JITBOX_NAMESPACE: namespace },
-      stderr: "pipe"
-    })
+    const transport = remoteStdio("--session", "s1")
     const mcp = client()
     await mcp.client.connect(transport)
     try {
@@ -306,13 +309,7 @@ describe("jitbox mcp --http serving a remote session", () => {
   })
 
   it("a change another client makes through manage (RemoteSession) reaches the MCP client over stdio: list_changed, then the new tool list", async () => {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [bin, "mcp", "--session", "s2", "--create"],
-      cwd: repoRoot,
-      env: { ...ownEnvironment(), JITBOX_SERVER: nats!.url, JITBOX_NAMESPACE: namespace },
-      stderr: "pipe"
-    })
+    const transport = remoteStdio("--session", "s2", "--create")
     const mcp = client()
     await mcp.client.connect(transport)
     try {

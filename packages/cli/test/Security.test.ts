@@ -19,6 +19,7 @@ import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { counterJs, waitJs } from "./fixtures/tools.js"
 import { type CliProcess, plain, spawnCli } from "./cliProcess.js"
 
 /** nats.js, as @jitbox/nats (the one package that depends on it) resolves it: the attacker's client. */
@@ -79,13 +80,6 @@ let directory: string
 const processes: Array<CliProcess> = []
 let victim: Awaited<ReturnType<typeof connectJitbox>> | undefined
 
-const counterJs = `let count = 0
-export const counter = tool({ description: "Counts its calls.", guidelines: "Use in tests." }, async () => ++count)`
-const waitJs = `export const wait = tool({
-  description: "Answers after a while.",
-  guidelines: "Use in tests.",
-  parameters: { type: "object", properties: { ms: { type: "number" } }, required: ["ms"] }
-}, async ({ ms }) => { await new Promise((resolve) => setTimeout(resolve, ms)); return "waited" })`
 
 beforeAll(async () => {
   directory = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-security-"))
@@ -127,6 +121,18 @@ const attacker = async (user: string): Promise<{ nc: NatsConnection; refusals: A
     for await (const status of nc.status()) if (status.type === "error") refusals.push(String(status.error?.message ?? ""))
   })()
   return { nc, refusals }
+}
+
+/** Publishes `value` to `subject` as each of `users`, and expects the server to refuse each. */
+const refusedWrites = async (users: ReadonlyArray<string>, subject: string, value: Uint8Array) => {
+  for (const user of users) {
+    const { nc, refusals } = await attacker(user)
+    nc.publish(subject, value)
+    await nc.flush()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(refusals.some((refusal) => refusal.includes(`Publish to "${subject}"`)), `${user}: ${refusals.join("; ")}`).toBe(true)
+    await nc.close()
+  }
 }
 
 /** Subscribes `subject` (optionally in `queue`) and answers what the server said of it. */
@@ -311,28 +317,12 @@ describe("a namespace run with the authorization of `jitbox auth config`", () =>
   }, 60_000)
 
   it("worker, application, observer: writing a claim on a session (garbage, or a squatting owner) into the claims bucket is refused by the server", async () => {
-    const squat = encode({ v: 1, owner: "squatter", expiresAt: 8.64e15 })
-    for (const user of ["worker-default", "app", "observer"]) {
-      const { nc, refusals } = await attacker(user)
-      nc.publish(`$KV.jitbox-owners-${namespace}.session.victim`, squat)
-      await nc.flush()
-      await new Promise((resolve) => setTimeout(resolve, 300))
-      expect(refusals.some((refusal) => refusal.includes(`Publish to "$KV.jitbox-owners-${namespace}.session.victim"`)), `${user}: ${refusals.join("; ")}`).toBe(true)
-      await nc.close()
-    }
+    await refusedWrites(["worker-default", "app", "observer"], `$KV.jitbox-owners-${namespace}.session.victim`, encode({ v: 1, owner: "squatter", expiresAt: 8.64e15 }))
     await victimWorks()
   }, 60_000)
 
   it("worker, session host, application: writing a lease into the coordinator's ledger bucket is refused by the server", async () => {
-    const forged = encode({ format: 2, principal: "sessions", sessionId: "victim", lease: { id: "lease_forged" } })
-    for (const user of ["worker-default", "sessions", "app"]) {
-      const { nc, refusals } = await attacker(user)
-      nc.publish(`$KV.jitbox-ledger-${namespace}.session.victim`, forged)
-      await nc.flush()
-      await new Promise((resolve) => setTimeout(resolve, 300))
-      expect(refusals.some((refusal) => refusal.includes(`Publish to "$KV.jitbox-ledger-${namespace}.session.victim"`)), `${user}: ${refusals.join("; ")}`).toBe(true)
-      await nc.close()
-    }
+    await refusedWrites(["worker-default", "sessions", "app"], `$KV.jitbox-ledger-${namespace}.session.victim`, encode({ format: 2, principal: "sessions", sessionId: "victim", lease: { id: "lease_forged" } }))
     await victimWorks()
   }, 60_000)
 
