@@ -232,6 +232,18 @@ const settings = (options: WorkerOptions) =>
     }
   })
 
+/** What the worker's lease verification is told: the coordinator it asks, as whom, and what this worker is. */
+const verificationOf = (options: WorkerOptions, principal: Ids.Principal | undefined, pool: Ids.PoolName, nodeId: Ids.WorkerId | undefined): LeaseVerification.Options => ({
+  prefix: options.prefix,
+  principal,
+  requireAdmission: options.requireAdmission ?? true,
+  pool,
+  nodeId,
+  credentials: Object.assign(Object.create(null), options.credentials),
+  verifyTimeoutMs: options.verifyTimeoutMs,
+  ranReportMs: options.ranReportMs
+})
+
 /**
  * Starts a worker that serves until the scope closes. Bad ids in the options fail with `ConfigError`.
  *
@@ -251,16 +263,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       (runner) => Effect.promise(() => runner.close())
     )
     const languages = (options.languages ?? sandbox.languages).filter((language) => sandbox.languages.includes(language))
-    const leases = yield* LeaseVerification.make({
-      prefix,
-      principal,
-      requireAdmission: options.requireAdmission ?? true,
-      pool,
-      nodeId,
-      credentials: Object.assign(Object.create(null), options.credentials),
-      verifyTimeoutMs: options.verifyTimeoutMs,
-      ranReportMs: options.ranReportMs
-    })
+    const leases = yield* LeaseVerification.make(verificationOf(options, principal, pool, nodeId))
     const invocations = yield* Invocations.make({
       prefix,
       workerId,
