@@ -5,7 +5,8 @@
  * nats-server (with JetStream, on a free port) stands for `nats://machine-a:4222`, temporary
  * directories for `/etc/jitbox` and `/var/lib/jitbox/sessions`, and `$(hostname)` is this host's
  * name. An application then drives a session through it: a TypeScript and a Python tool, a tool
- * composing both, background invocations, and more than 16 calls.
+ * composing both, background invocations, and more than 16 calls. The same for the coordinator,
+ * worker and session host commands of packages/cli/README.md, with its profiles.json.
  */
 import { connect } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
@@ -88,6 +89,34 @@ const bothTs = `export const both = tool({
   parameters: { type: "object", properties: { value: { type: "number" } }, required: ["value"] }
 }, async ({ value }: { value: number }) => harness.callTool("triple", { value: await harness.callTool("square", { value }) }))`
 
+/** The first sh block under `heading` of `text`, its continued lines joined, split into shell words (single quotes kept whole). */
+const commandUnder = (text: string, heading: string): Array<string> => {
+  const start = text.indexOf(`\n${heading}\n`)
+  expect(start, `no section ${heading}`).toBeGreaterThan(0)
+  const body = /```sh\n([\s\S]*?)\n```/.exec(text.slice(start))![1]!.replace(/\\\n\s*/g, " ").trim()
+  return [...body.matchAll(/'([^']*)'|(\S+)/g)].map((match) => match[1] ?? match[2]!)
+}
+
+/** A session drives a TypeScript tool, a Python tool, a composition of both, a background invocation and 20 calls. */
+const drive = async (namespace: string, sessionId: string) => {
+  const client = await connect({ servers: server!.url, namespace, timeoutMs: 60_000 })
+  try {
+    const session = client.session(sessionId)
+    await session.createTool({ entrypoint: "triple", language: "typescript", source: tripleTs })
+    await session.createTool({ entrypoint: "square", language: "python", source: squarePy })
+    await session.createTool({ entrypoint: "both", language: "typescript", source: bothTs })
+    expect(await session.callTool("both", { value: 4 })).toBe(48)
+    const started = await session.callTool("start_invocation", { name: "square", arguments: { value: 9 } }) as { invocation_id: string }
+    const awaited = await session.callTool("await_invocations", { invocation_ids: [started.invocation_id], timeout_seconds: 60 }) as {
+      finished: Array<{ status: string; result: unknown }>
+    }
+    expect(awaited.finished).toMatchObject([{ status: "completed", result: 81 }])
+    for (let i = 0; i < 20; i++) expect(await session.callTool("triple", { value: i })).toBe(i * 3)
+  } finally {
+    await client.close()
+  }
+}
+
 describe("README: on several machines", () => {
   it("the block's commands and profiles.json run TypeScript and Python tools, a composition, background invocations and more than 16 calls", async () => {
     const started = commands()
@@ -98,21 +127,26 @@ describe("README: on several machines", () => {
       processes.push(child)
       await child.line(/^ready /, 120_000)
     }
-    const client = await connect({ servers: server!.url, namespace: "prod", timeoutMs: 60_000 })
-    try {
-      const session = client.session("recipe")
-      await session.createTool({ entrypoint: "triple", language: "typescript", source: tripleTs })
-      await session.createTool({ entrypoint: "square", language: "python", source: squarePy })
-      await session.createTool({ entrypoint: "both", language: "typescript", source: bothTs })
-      expect(await session.callTool("both", { value: 4 })).toBe(48)
-      const started = await session.callTool("start_invocation", { name: "square", arguments: { value: 9 } }) as { invocation_id: string }
-      const awaited = await session.callTool("await_invocations", { invocation_ids: [started.invocation_id], timeout_seconds: 60 }) as {
-        finished: Array<{ status: string; result: unknown }>
-      }
-      expect(awaited.finished).toMatchObject([{ status: "completed", result: 81 }])
-      for (let i = 0; i < 20; i++) expect(await session.callTool("triple", { value: i })).toBe(i * 3)
-    } finally {
-      await client.close()
+    await drive("prod", "recipe")
+  }, 300_000)
+
+  it("packages/cli/README.md's coordinator, worker and sessions commands as written, with its profiles.json", async () => {
+    const cliReadme = fs.readFileSync(path.join(root, "packages", "cli", "README.md"), "utf8")
+    const coordinatorSection = cliReadme.slice(cliReadme.indexOf("\n## jitbox coordinator\n"))
+    fs.writeFileSync(path.join(directory, "cli-profiles.json"), /```json\n([\s\S]*?)\n```/.exec(coordinatorSection)![1]!)
+    const env = { JITBOX_SERVER: server!.url, JITBOX_NAMESPACE: "clireadme" }
+    for (const command of ["coordinator", "worker", "sessions"]) {
+      const words = commandUnder(cliReadme, `## jitbox ${command}`)
+      expect(words.slice(0, 2)).toEqual(["jitbox", command])
+      const args = words.slice(1).map((word) =>
+        word === "profiles.json" ? path.join(directory, "cli-profiles.json") :
+        word === "/var/lib/jitbox/sessions" ? path.join(directory, "cli-sessions") :
+        word
+      )
+      const child = spawnCli(args, env)
+      processes.push(child)
+      await child.line(/^ready /, 120_000)
     }
+    await drive("clireadme", "cli")
   }, 300_000)
 })
