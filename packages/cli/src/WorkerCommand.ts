@@ -194,7 +194,7 @@ export const command = Command.make(
       )
       yield* health.serving({
         connection: Context.get(transport, NatsConnection.NatsConnection),
-        serves: () => ({ workerId: worker.workerId, pool: worker.pool, languages: worker.languages, concurrency: config.concurrency, running: worker.running() })
+        serves: () => ({ workerId: worker.workerId, pool: worker.pool, languages: worker.languages, concurrency: config.concurrency, running: worker.running(), childrenStarted: worker.childrenStarted() })
       })
       return worker.workerId
     }))

@@ -53,7 +53,7 @@ const interpreter = (name: string, description: string) => {
 export const options = {
   warmChildren: count(
     "warm-children",
-    "Sandboxed children kept alive across every tool and language; starting one more evicts the least recently used idle one (default: --concurrency × the languages served)"
+    "Sandboxed children kept alive across every tool and language; starting one more evicts the least recently used idle one (default: 4 × --concurrency, for --concurrency calls of tools composed three deep)"
   ),
   warmPerLanguage: count("warm-per-language", "Sandboxed children kept alive of one language (default: no bound besides --warm-children)"),
   childrenPerTool: count(

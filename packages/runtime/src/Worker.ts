@@ -53,7 +53,7 @@
  *
  * @since 0.1.0
  */
-import { type CodeLanguage, CodeLanguages, type HarnessError, Slots } from "@jitbox/core"
+import { type CodeLanguage, type HarnessError, Slots } from "@jitbox/core"
 import { SandboxRunner, type SandboxConfig } from "@jitbox/sandbox"
 import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
@@ -107,7 +107,7 @@ export interface WorkerOptions {
    * The sandbox's options (isolation, limits, interpreters, warm pool). Unless they give
    * `maximumRuntimeEnvironments`, the warm pool is sized from `concurrency` (`sandboxPool`): one
    * activation runs up to `concurrency` top-level invocations at once, and the worker keeps
-   * `concurrency` × the languages it serves children warm.
+   * `4 × concurrency` children warm.
    */
   readonly sandbox?: SandboxConfig.SandboxOptions | undefined
   /** Whether every request must carry a lease the coordinator confirms (default true). */
@@ -158,7 +158,9 @@ export const defaults = {
   cacheSize: 64,
   graceMs: 10_000,
   fetchTimeoutMs: 30_000,
-  nestedTimeoutMs: 300_000
+  nestedTimeoutMs: 300_000,
+  /** Levels of composition (a tool and the tools it calls) the default warm pool keeps children for, per call at once. */
+  chainLevels: 4
 } as const
 
 const workerIds = Ids.generator<Ids.WorkerId>("worker")
@@ -166,21 +168,18 @@ const workerIds = Ids.generator<Ids.WorkerId>("worker")
 /**
  * The warm pool a worker asks of its sandbox, unless its options size it (they give one of these
  * fields, or `maximumRuntimeEnvironments`): one tool may use the whole `concurrency`, and the
- * sandbox keeps `concurrency` children warm per language served (`languages`: how many it serves).
+ * sandbox keeps `concurrency × defaults.chainLevels` children warm: `concurrency` calls of tools
+ * composed three deep each hold four children at once (one per level), and find them warm again.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const sandboxPool = (
-  concurrency: number,
-  languages: number,
-  sandbox: SandboxConfig.SandboxOptions = {}
-): SandboxConfig.SandboxOptions => {
+export const sandboxPool = (concurrency: number, sandbox: SandboxConfig.SandboxOptions = {}): SandboxConfig.SandboxOptions => {
   if (sandbox.maximumRuntimeEnvironments !== undefined) return sandbox
   return {
     ...sandbox,
     childrenPerActivation: sandbox.childrenPerActivation ?? concurrency,
-    warmChildren: sandbox.warmChildren ?? concurrency * Math.max(1, languages)
+    warmChildren: sandbox.warmChildren ?? concurrency * defaults.chainLevels
   }
 }
 
@@ -264,7 +263,7 @@ const sandboxRunner = (options: WorkerOptions, concurrency: number) =>
   Effect.gen(function*() {
     const clock = yield* Effect.clock
     return yield* SandboxRunner.scoped({
-      ...sandboxPool(concurrency, (options.languages ?? CodeLanguages).length, options.sandbox),
+      ...sandboxPool(concurrency, options.sandbox),
       clock: options.sandbox?.clock ?? { now: () => clock.unsafeCurrentTimeMillis() }
     })
   })

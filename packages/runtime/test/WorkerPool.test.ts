@@ -38,9 +38,9 @@ const workerOptions = { requireAdmission: false, concurrency: 4 }
 
 describe("a worker's warm pool", () => {
   it("is sized from concurrency unless the sandbox options size it", () => {
-    assert.deepStrictEqual(Worker.sandboxPool(4, 4), { childrenPerActivation: 4, warmChildren: 16 })
-    assert.deepStrictEqual(Worker.sandboxPool(4, 1, { warmChildren: 6 }), { childrenPerActivation: 4, warmChildren: 6 })
-    assert.deepStrictEqual(Worker.sandboxPool(4, 4, { maximumRuntimeEnvironments: 2 }), { maximumRuntimeEnvironments: 2 })
+    assert.deepStrictEqual(Worker.sandboxPool(4), { childrenPerActivation: 4, warmChildren: 16 })
+    assert.deepStrictEqual(Worker.sandboxPool(3, { warmChildren: 6 }), { childrenPerActivation: 3, warmChildren: 6 })
+    assert.deepStrictEqual(Worker.sandboxPool(4, { maximumRuntimeEnvironments: 2 }), { maximumRuntimeEnvironments: 2 })
   })
 
   it.live("one tool runs the worker's whole concurrency at once: four slow calls overlap", () =>
