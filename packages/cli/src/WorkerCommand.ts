@@ -14,6 +14,9 @@
  * `NAME`: sessions admitted under a profile whose `credentialName` is `NAME` run their code with it
  * (and only on workers that hold it).
  *
+ * Its sandbox takes the flags of `WorkerSandbox`: the warm pool (sized from `--concurrency` unless
+ * they size it), the resource limits of every child and the interpreters.
+ *
  * With `--otlp URL` (or OTEL_EXPORTER_OTLP_ENDPOINT) it exports its invocation spans and metrics
  * (its capacity and load among them) as service `jitbox-worker` (`Telemetry`).
  *
@@ -32,6 +35,7 @@ import * as Health from "./Health.js"
 import * as Progress from "./Progress.js"
 import * as Serve from "./Serve.js"
 import * as Telemetry from "./Telemetry.js"
+import * as WorkerSandbox from "./WorkerSandbox.js"
 
 /**
  * A comma-separated list of code languages; throws naming the first unknown one.
@@ -144,7 +148,7 @@ export type WorkerCommandError = HarnessError.ConfigError | TransportError.Trans
 /** @since 0.1.0 @category commands */
 export const command = Command.make(
   "worker",
-  { ...Connection.options, pool, languages, concurrency, graceMs, id, logInvocations, noAdmission, nodeId, credential, otlp: Telemetry.otlp, ...Health.options },
+  { ...Connection.options, pool, languages, concurrency, graceMs, id, logInvocations, noAdmission, nodeId, credential, otlp: Telemetry.otlp, ...Health.options, ...WorkerSandbox.options },
   (config): Effect.Effect<never, WorkerCommandError> =>
     Serve.untilInterrupted(Effect.gen(function*() {
       const { prefix } = yield* Connection.prefixOf(config)
@@ -169,6 +173,7 @@ export const command = Command.make(
         requireAdmission: !config.noAdmission,
         nodeId: Option.getOrUndefined(config.nodeId),
         credentials: Object.fromEntries(config.credential),
+        sandbox: WorkerSandbox.sandboxOptions(config),
         onInvocation: config.logInvocations ? (invocation) => process.stdout.write(`${invocationLine(invocation)}\n`) : undefined
       }).pipe(Effect.provide(transport), telemetry.provide)
       yield* telemetry.watchWorker(worker, config.concurrency)
@@ -189,7 +194,7 @@ export const command = Command.make(
       )
       yield* health.serving({
         connection: Context.get(transport, NatsConnection.NatsConnection),
-        serves: () => ({ workerId: worker.workerId, pool: worker.pool, languages: worker.languages, concurrency: config.concurrency, running: worker.running() })
+        serves: () => ({ workerId: worker.workerId, pool: worker.pool, languages: worker.languages, concurrency: config.concurrency, running: worker.running(), childrenStarted: worker.childrenStarted() })
       })
       return worker.workerId
     }))

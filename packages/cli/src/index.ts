@@ -41,6 +41,11 @@ export * as WorkerCommand from "./WorkerCommand.js"
 /**
  * @since 0.1.0
  */
+export * as WorkerSandbox from "./WorkerSandbox.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Progress from "./Progress.js"
 
 /**

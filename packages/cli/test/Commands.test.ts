@@ -18,7 +18,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Cli } from "../src/index.js"
+import { Cli, WorkerSandbox } from "../src/index.js"
 import { plain, spawnCli } from "./cliProcess.js"
 import { capturing } from "./inProcess.js"
 
@@ -109,7 +109,12 @@ describe("the jitbox process", () => {
 describe("jitbox --help (in this process)", () => {
   it.each([
     ["coordinator", [...common, "--profiles", "--coordinator-id", "JITBOX_COORDINATOR_ID", "--slot-hold", "--ledger-retention", "--max-workers"]],
-    ["worker", [...common, "--pool", "--languages", "--concurrency", "--grace-ms", "--id", "--log-invocations"]],
+    ["worker", [
+      ...common, "--pool", "--languages", "--concurrency", "--grace-ms", "--id", "--log-invocations",
+      "--warm-children", "JITBOX_WARM_CHILDREN", "--warm-per-language", "--children-per-tool", "--idle-per-tool",
+      "--memory-mb", "--cpu-seconds", "--open-files", "--processes", "--file-size-mb", "--tmpfs-mb", "--work-dir-mb",
+      "--node-path", "--python-path", "JITBOX_PYTHON_PATH", "--bash-path"
+    ]],
     ["sessions", [...common, "--store", "--pool", "--idle-timeout", "--max-sessions"]]
   ])("jitbox %s --help names its options", async (subcommand, options) => {
     const { exit, stdout } = await inProcess([subcommand, "--help"])
@@ -171,6 +176,40 @@ describe("jitbox's arguments (in this process)", () => {
 
   it("a concurrency below 1", async () => {
     expect(validationText(await failure(["worker", "--concurrency", "0"]))).toContain("--concurrency: expected an integer ≥ 1, got 0")
+  })
+
+  it("a worker's sandbox flags: a count below 1, given as a flag or its JITBOX_ variable, and an interpreter path that is not absolute", async () => {
+    expect(validationText(await failure(["worker", "--warm-children", "0"]))).toContain("--warm-children: expected an integer ≥ 1, got 0")
+    expect(validationText(await failure(["worker"], { JITBOX_CHILDREN_PER_TOOL: "0" }))).toContain("--children-per-tool: expected an integer ≥ 1, got 0")
+    expect(validationText(await failure(["worker", "--memory-mb", "-5"]))).toContain("--memory-mb: expected an integer ≥ 1, got -5")
+    expect(validationText(await failure(["worker", "--node-path", "node"]))).toContain("--node-path: expected an absolute path, got 'node'")
+  })
+
+  it("a worker's sandbox flags become its sandbox options; what is not given is left to the defaults", () => {
+    const none = Option.none()
+    const flags = {
+      warmChildren: Option.some(12),
+      warmPerLanguage: none,
+      childrenPerTool: Option.some(4),
+      idlePerTool: none,
+      memoryMb: Option.some(256),
+      cpuSeconds: none,
+      openFiles: none,
+      processes: Option.some(512),
+      fileSizeMb: none,
+      tmpfsMb: none,
+      workDirMb: none,
+      nodePath: none,
+      pythonPath: Option.some("/opt/python/bin/python3"),
+      bashPath: none
+    }
+    expect(WorkerSandbox.sandboxOptions(flags)).toEqual({
+      warmChildren: 12,
+      childrenPerActivation: 4,
+      limits: { memoryMiB: 256, processes: 512 },
+      pythonPath: "/opt/python/bin/python3"
+    })
+    expect(WorkerSandbox.sandboxOptions({ ...flags, warmChildren: none, childrenPerTool: none, memoryMb: none, processes: none, pythonPath: none })).toEqual({})
   })
 
   it("a worker id that is not a subject-safe token", async () => {

@@ -72,8 +72,9 @@ describe("--health-port: /healthz and /readyz of each serving command", () => {
     const ready = await everyAnswers("readyz", 200, 5_000)
     for (const answer of Object.values(ready)) expect(answer.report).toMatchObject({ state: "serving", connection: "connected", ready: true })
     expect(ready["coordinator"]!.report).toMatchObject({ command: "coordinator", namespace, principal: "default", serves: { profiles: ["standard"] } })
-    expect(ready["worker"]!.report).toMatchObject({ command: "worker", namespace, serves: { workerId: "hw1", pool: "default", languages: ["javascript"], running: 0 } })
-    expect(ready["sessions"]!.report).toMatchObject({ command: "sessions", namespace, serves: { pool: "default", sessions: 1 } }) // the mcp reached its session h1 there before it was ready
+    expect(ready["worker"]!.report).toMatchObject({ command: "worker", namespace, serves: { workerId: "hw1", pool: "default", languages: ["javascript"], running: 0, childrenStarted: 0 } })
+    // one session active: h1, which the mcp command created
+    expect(ready["sessions"]!.report).toMatchObject({ command: "sessions", namespace, serves: { pool: "default", sessions: 1 } })
     expect(ready["mcp"]!.report).toMatchObject({ command: "mcp", namespace, serves: { session: `session h1 of ${namespace}` } })
     expect(processes["worker"]!.cli.stderr()).toContain(`health http://127.0.0.1:${processes["worker"]!.port}`)
     const other = await fetch(`http://127.0.0.1:${processes["worker"]!.port}/metrics`)

@@ -53,8 +53,7 @@
  *
  * @since 0.1.0
  */
-import type { CodeLanguage } from "@jitbox/core"
-import { type HarnessError, Slots } from "@jitbox/core"
+import { type CodeLanguage, type HarnessError, Slots } from "@jitbox/core"
 import { SandboxRunner, type SandboxConfig } from "@jitbox/sandbox"
 import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
@@ -104,7 +103,12 @@ export interface WorkerOptions {
   readonly heartbeatMs?: number | undefined
   /** How often it reports its capacity to the coordinators when nothing changes (default 5 000 ms; `WorkerCapacity`). */
   readonly capacityIntervalMs?: number | undefined
-  /** The sandbox's options (isolation, limits, warm pool). */
+  /**
+   * The sandbox's options (isolation, limits, interpreters, warm pool). Unless they give
+   * `maximumRuntimeEnvironments`, the warm pool is sized from `concurrency` (`sandboxPool`): one
+   * activation runs up to `concurrency` top-level invocations at once, and the worker keeps
+   * `4 × concurrency` children warm.
+   */
   readonly sandbox?: SandboxConfig.SandboxOptions | undefined
   /** Whether every request must carry a lease the coordinator confirms (default true). */
   readonly requireAdmission?: boolean | undefined
@@ -141,6 +145,8 @@ export interface Worker {
   readonly fetches: () => number
   /** Pids of every live process of the worker's sandbox (children and their descendants). */
   readonly processes: () => Array<number>
+  /** Sandboxed children started so far: once calls find their children warm, it stays put. */
+  readonly childrenStarted: () => number
 }
 
 /** @since 0.1.0 @category constants */
@@ -152,10 +158,30 @@ export const defaults = {
   cacheSize: 64,
   graceMs: 10_000,
   fetchTimeoutMs: 30_000,
-  nestedTimeoutMs: 300_000
+  nestedTimeoutMs: 300_000,
+  /** Levels of composition (a tool and the tools it calls) the default warm pool keeps children for, per call at once. */
+  chainLevels: 4
 } as const
 
 const workerIds = Ids.generator<Ids.WorkerId>("worker")
+
+/**
+ * The warm pool a worker asks of its sandbox, unless its options size it (they give one of these
+ * fields, or `maximumRuntimeEnvironments`): one tool may use the whole `concurrency`, and the
+ * sandbox keeps `concurrency × defaults.chainLevels` children warm: `concurrency` calls of tools
+ * composed three deep each hold four children at once (one per level), and find them warm again.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const sandboxPool = (concurrency: number, sandbox: SandboxConfig.SandboxOptions = {}): SandboxConfig.SandboxOptions => {
+  if (sandbox.maximumRuntimeEnvironments !== undefined) return sandbox
+  return {
+    ...sandbox,
+    childrenPerActivation: sandbox.childrenPerActivation ?? concurrency,
+    warmChildren: sandbox.warmChildren ?? concurrency * defaults.chainLevels
+  }
+}
 
 /** The name workers answer NATS service discovery under (`nats micro ls`). @since 0.1.0 @category constants */
 export const serviceName = "jitbox-worker"
@@ -244,6 +270,16 @@ const verificationOf = (options: WorkerOptions, principal: Ids.Principal | undef
   ranReportMs: options.ranReportMs
 })
 
+/** The worker's sandbox, closed with its scope (bad options fail with `ConfigError`); it reads deadlines by the same clock the worker sets them with. */
+const sandboxRunner = (options: WorkerOptions, concurrency: number) =>
+  Effect.gen(function*() {
+    const clock = yield* Effect.clock
+    return yield* SandboxRunner.scoped({
+      ...sandboxPool(concurrency, options.sandbox),
+      clock: options.sandbox?.clock ?? { now: () => clock.unsafeCurrentTimeMillis() }
+    })
+  })
+
 /**
  * Starts a worker that serves until the scope closes. Bad ids in the options fail with `ConfigError`.
  *
@@ -253,15 +289,10 @@ const verificationOf = (options: WorkerOptions, principal: Ids.Principal | undef
 export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportError | HarnessError.ConfigError, Scope.Scope | Transport.Transport> =>
   Effect.gen(function*() {
     const transport = yield* Transport.Transport
-    const clock = yield* Effect.clock
     const prefix = options.prefix
     const { backlog, concurrency, graceMs, nestedInvocations, nodeId, pool, workerId } = yield* settings(options)
     const principal = options.principal === undefined ? undefined : yield* Ids.decode(Ids.Principal, "principal")(options.principal)
-    // the sandbox reads deadlines by the same clock the worker sets them with
-    const sandbox = yield* Effect.acquireRelease(
-      Effect.sync(() => SandboxRunner.make({ ...options.sandbox, clock: options.sandbox?.clock ?? { now: () => clock.unsafeCurrentTimeMillis() } })),
-      (runner) => Effect.promise(() => runner.close())
-    )
+    const sandbox = yield* sandboxRunner(options, concurrency)
     const languages = (options.languages ?? sandbox.languages).filter((language) => sandbox.languages.includes(language))
     const leases = yield* LeaseVerification.make(verificationOf(options, principal, pool, nodeId))
     const invocations = yield* Invocations.make({
@@ -319,6 +350,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Worker, TransportErr
       running: invocations.size,
       cached: () => activations.size,
       fetches: () => activations.fetches,
-      processes: () => sandbox.processes()
+      processes: () => sandbox.processes(),
+      childrenStarted: () => sandbox.started()
     }
   })

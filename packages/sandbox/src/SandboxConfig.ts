@@ -42,11 +42,27 @@ export interface SandboxOptions {
   /** Wall-clock limit of activation (spawn + import + metadata). Default: `shortTimeoutSeconds`. */
   readonly activationTimeoutSeconds?: number | undefined
   /**
-   * 003 `maximumRuntimeEnvironments` (1–16, default 2): idle warm children kept at most, across
-   * every activation, and children running one activation's top-level invocations at once (a
-   * nested invocation may start one more; see `WarmPool`).
+   * 003 `maximumRuntimeEnvironments` (1–16, default 2): the default of `warmChildren` (children kept
+   * across every activation) and of `childrenPerActivation` (children running one activation's
+   * top-level invocations at once; a nested invocation may start one more; see `WarmPool`).
    */
   readonly maximumRuntimeEnvironments?: number | undefined
+  /**
+   * Children the runner keeps alive across every activation and language (default:
+   * `maximumRuntimeEnvironments`). Starting a child when it has this many first evicts the least
+   * recently used idle one; a busy child is never killed, so a burst may run more, and the surplus
+   * is retired as they become idle.
+   */
+  readonly warmChildren?: number | undefined
+  /** The same bound for the children of one language (default: `warmChildren`, no bound of its own). */
+  readonly warmChildrenPerLanguage?: number | undefined
+  /**
+   * Children running one activation's top-level invocations at once (default:
+   * `maximumRuntimeEnvironments`); one more waits for one of them. Nested invocations never wait.
+   */
+  readonly childrenPerActivation?: number | undefined
+  /** Idle children one activation keeps; one more becoming idle retires its least recently used (default: `childrenPerActivation`). */
+  readonly idleChildrenPerActivation?: number | undefined
   readonly limits?: Partial<SandboxLimits> | undefined
   /** Extra environment variables for every child, passed explicitly. Nothing else is inherited. */
   readonly env?: Readonly<Record<string, string>> | undefined
@@ -97,6 +113,10 @@ export interface SandboxConfig {
   readonly shortTimeoutMs: number
   readonly activationTimeoutMs: number
   readonly maximumRuntimeEnvironments: number
+  readonly warmChildren: number
+  readonly warmChildrenPerLanguage: number
+  readonly childrenPerActivation: number
+  readonly idleChildrenPerActivation: number
   readonly limits: SandboxLimits
   readonly env: Readonly<Record<string, string>>
   readonly bubblewrap: boolean
@@ -147,6 +167,8 @@ export const make = (options: SandboxOptions = {}): SandboxConfig => {
       detail: `must be an integer in 1–${MaximumRuntimeEnvironments}, got ${maximumRuntimeEnvironments}`
     })
   }
+  const warmChildren = positiveInteger("warmChildren", options.warmChildren ?? maximumRuntimeEnvironments)
+  const childrenPerActivation = positiveInteger("childrenPerActivation", options.childrenPerActivation ?? maximumRuntimeEnvironments)
   const limits = { ...defaultLimits, ...options.limits }
   for (const [key, value] of Object.entries(limits)) positive(`limits.${key}`, value)
   for (const key of ["tmpfsMiB", "workDirMiB"] as const) {
@@ -163,6 +185,10 @@ export const make = (options: SandboxOptions = {}): SandboxConfig => {
     shortTimeoutMs: shortTimeoutSeconds * 1000,
     activationTimeoutMs: activationTimeoutSeconds * 1000,
     maximumRuntimeEnvironments,
+    warmChildren,
+    warmChildrenPerLanguage: positiveInteger("warmChildrenPerLanguage", options.warmChildrenPerLanguage ?? warmChildren),
+    childrenPerActivation,
+    idleChildrenPerActivation: positiveInteger("idleChildrenPerActivation", options.idleChildrenPerActivation ?? childrenPerActivation),
     limits,
     env: { ...options.env },
     bubblewrap: options.bubblewrap ?? true,

@@ -32,6 +32,8 @@ export interface SandboxRunner extends CodeRunner.CodeRunnerShape {
   readonly isolation: ReadonlyArray<Isolation.LayerReport>
   /** Live children in the warm pool, of every activation: starting, busy or idle. */
   readonly poolSize: () => number
+  /** Children started so far, of every activation (each activation's first one included): what calls that found no warm child cost. */
+  readonly started: () => number
   /** Pids of every live process started by this runner (children and their descendants). */
   readonly processes: () => Array<number>
   /** Kills every child, waits for them, removes the runner's directories. Idempotent. */
@@ -169,7 +171,7 @@ const activationTable = (ctx: RunnerContext, pool: WarmPool) => {
 export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
   const config = SandboxConfig.make(options)
   const iso = Isolation.detect(config)
-  const pool = new WarmPool(config.maximumRuntimeEnvironments)
+  const pool = new WarmPool({ total: config.warmChildren, perLanguage: config.warmChildrenPerLanguage })
   const ctx = new RunnerContext(config, iso, pool)
   const languages = languagesOf(iso)
   const onExit = () => {
@@ -186,6 +188,7 @@ export const make = (options?: SandboxConfig.SandboxOptions): SandboxRunner => {
     release,
     isolation: Isolation.report(config, iso),
     poolSize: () => pool.size,
+    started: () => ctx.started,
     processes: () => markedProcesses(`${ctx.id}:`),
     close: () => {
       if (closing !== undefined) return closing

@@ -9,7 +9,7 @@
  *
  * **Which child.** An invocation takes its activation's most recently used idle child. With none
  * idle it starts a new one, unless it is a top-level call (no parent call) and the activation
- * already has `maximumRuntimeEnvironments` children (starting, busy or idle): then it waits, first
+ * already has `childrenPerActivation` children (starting, busy or idle): then it waits, first
  * come first served, for one of them to finish (within its own timeout, deadline and signal). A
  * nested call never waits. If one of its ancestors runs in a child of the same activation (A → A,
  * or A → B → A), it runs re-entrantly in that child, which is waiting on it anyway: a recursion 32
@@ -18,10 +18,18 @@
  * idle child or starts one more, beyond the bound. Every busy child then belongs to a chain of
  * calls that can finish, and nothing deadlocks.
  *
- * **Idle children** are kept at most `maximumRuntimeEnvironments` across the runner: starting a
- * child first evicts the least recently used idle ones, and a child that becomes idle trims the
- * surplus. A busy child is never killed to make room, because a composed call (A awaits B awaits
- * C) needs every child on its path alive; so busy children may exceed the bound for a while.
+ * **Live children** are kept at most `warmChildren` across the runner, and `warmChildrenPerLanguage`
+ * of one language. A child is evicted only to make room: starting one when a bound is reached
+ * first evicts the least recently used idle child (of that language for the language's bound), so
+ * children of other activations stay warm while the runner is within its bounds. A busy child is
+ * never killed to make room, because a composed call (A awaits B awaits C) needs every child on its
+ * path alive; so busy children may exceed the bounds for a while, and a child that becomes idle
+ * trims the surplus. One activation keeps at most `idleChildrenPerActivation` idle children.
+ *
+ * **Steady state.** Once every call chain has found its children warm, calls start no child at all:
+ * a sequential call, or `childrenPerActivation` concurrent ones, of a tool composed `depth` deep
+ * holds one child per tool of its chain, and finds them idle next time, as long as the bounds hold
+ * those children (`started()` of the runner counts the children ever started).
  *
  * **Module state** lives per child: a child imports the package once, and what its module keeps
  * is seen by the invocations that run in that child. Sequential calls usually reuse one child
@@ -46,12 +54,24 @@ export interface PooledChild {
   readonly fail: (reason: SandboxErrorReason, detail: string) => void
 }
 
+/** The pool's bounds on live children. @since 0.1.0 @category models */
+export interface WarmPoolBounds {
+  /** Across the runner. */
+  readonly total: number
+  /** Of one language. */
+  readonly perLanguage: number
+}
+
 /** @since 0.1.0 @category models */
 export class WarmPool {
-  private readonly children = new Set<PooledChild>()
+  /** Live children and the language each runs. */
+  private readonly children = new Map<PooledChild, string>()
   private closed = false
+  readonly bounds: WarmPoolBounds
 
-  constructor(readonly maximum: number) {}
+  constructor(bounds: number | WarmPoolBounds) {
+    this.bounds = typeof bounds === "number" ? { total: bounds, perLanguage: bounds } : bounds
+  }
 
   /** Live children, busy or idle. */
   get size(): number {
@@ -62,15 +82,25 @@ export class WarmPool {
     return this.closed
   }
 
-  /** Registers a child that is starting, after evicting idle children down to `maximum - 1`. */
-  add(child: PooledChild): void {
-    this.evict(this.maximum - 1)
-    this.children.add(child)
+  /** Live children of one language, busy or idle. */
+  sizeOf(language: string): number {
+    let count = 0
+    for (const childLanguage of this.children.values()) if (childLanguage === language) count++
+    return count
   }
 
-  /** A child finished its last invocation or just loaded: trim the pool back to the bound, sparing `child`. */
+  /** Registers a child that is starting, after evicting idle children to make room for it, if the bounds are reached. */
+  add(child: PooledChild, language = ""): void {
+    this.evict(language, this.bounds.perLanguage - 1)
+    this.evict(undefined, this.bounds.total - 1)
+    this.children.set(child, language)
+  }
+
+  /** A child finished its last invocation or just loaded: trim the pool back to its bounds, sparing `child`. */
   idle(child?: PooledChild): void {
-    this.evict(this.maximum, child)
+    const language = child === undefined ? undefined : this.children.get(child)
+    if (language !== undefined) this.evict(language, this.bounds.perLanguage, child)
+    this.evict(undefined, this.bounds.total, child)
   }
 
   /** A child died or was retired. */
@@ -81,18 +111,20 @@ export class WarmPool {
   /** Kills every child and waits (at most `graceMs`) for the processes to be gone. */
   close(graceMs = 5_000): Promise<void> {
     this.closed = true
-    const all = [...this.children]
+    const all = [...this.children.keys()]
     this.children.clear()
     for (const child of all) child.fail("Cancelled", "the sandbox runner was closed")
     return waitAll(all.map((child) => child.exited), graceMs)
   }
 
-  private evict(keep: number, spare?: PooledChild): void {
-    while (this.children.size > keep) {
+  /** Evicts the least recently used idle children (of `language`, or of any) until `keep` are left or none is idle. */
+  private evict(language: string | undefined, keep: number, spare?: PooledChild): void {
+    let live = language === undefined ? this.children.size : this.sizeOf(language)
+    while (live > keep) {
       let oldest: PooledChild | undefined
-      for (const child of this.children) {
+      for (const [child, childLanguage] of this.children) {
         if (
-          child !== spare && child.state === "ready" && !child.busy &&
+          child !== spare && child.state === "ready" && !child.busy && (language === undefined || childLanguage === language) &&
           (oldest === undefined || child.lastUsed < oldest.lastUsed)
         ) {
           oldest = child
@@ -100,15 +132,16 @@ export class WarmPool {
       }
       if (oldest === undefined) return
       this.children.delete(oldest)
+      live--
       oldest.fail("ChildExited", "evicted from the warm pool")
     }
   }
 }
 
 /** @since 0.1.0 @category constructors */
-export const make = (maximum: number): Effect.Effect<WarmPool, never, Scope.Scope> =>
+export const make = (bounds: number | WarmPoolBounds): Effect.Effect<WarmPool, never, Scope.Scope> =>
   Effect.acquireRelease(
-    Effect.sync(() => new WarmPool(maximum)),
+    Effect.sync(() => new WarmPool(bounds)),
     (pool) => Effect.promise(() => pool.close())
   )
 

@@ -32,6 +32,11 @@ export class RunnerContext {
   readonly running = new Map<string, { readonly child: ChildBase; readonly parentCallId: string | null }>()
   private children = 0
 
+  /** Children spawned so far. */
+  get started(): number {
+    return this.children
+  }
+
   constructor(
     readonly config: SandboxConfig.SandboxConfig,
     readonly iso: Isolation.Isolation,
@@ -76,7 +81,7 @@ export class RunnerContext {
       onExit: () => this.dirs.remove(childDir)
     }
     const child = wrap(Spawn.launch(this.iso, this.config, launch), hooks)
-    this.pool.add(child)
+    this.pool.add(child, source.language)
     return child
   }
 

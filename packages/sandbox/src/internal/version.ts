@@ -3,7 +3,7 @@
  * each running one invocation at a time (see `WarmPool` for the design). The hot path takes the
  * most recently used idle child and writes one line to it; an invocation that finds no idle child
  * starts one, or waits for one when it is a top-level call and the activation already has
- * `maximumRuntimeEnvironments` children.
+ * `childrenPerActivation` children.
  */
 import type { CodeRunner } from "@jitbox/core"
 import { HarnessError } from "@jitbox/core"
@@ -255,6 +255,9 @@ export class SandboxedVersion<C extends InvocableChild> implements Activated, Ch
     if (waiter !== undefined) return waiter.run(child)
     if (this.state !== "active" && this.state !== "loading") return child.fail("Cancelled", "the activation was released")
     this.idle.push(child)
+    while (this.idle.length > this.ctx.config.idleChildrenPerActivation) {
+      this.idle.shift()?.fail("ChildExited", "retired: its activation kept enough idle children")
+    }
   }
 
   private wait(accepted: Accepted): Promise<unknown> {
@@ -309,7 +312,7 @@ export class SandboxedVersion<C extends InvocableChild> implements Activated, Ch
         this.refillAgain = false
         for (const waiter of [...this.waiters]) {
           if (waiter.done || waiter.started !== undefined) continue
-          if (!waiter.nested && this.children.size >= this.ctx.config.maximumRuntimeEnvironments) continue
+          if (!waiter.nested && this.children.size >= this.ctx.config.childrenPerActivation) continue
           this.startFor(waiter)
         }
       } while (this.refillAgain)
