@@ -1,7 +1,7 @@
 /**
  * `jitbox dev`: a whole namespace on this machine, in one command, to try jitbox with:
  *
- * - a `nats-server` from the `PATH`, with JetStream in a temporary directory, on 127.0.0.1 (a free
+ * - a `nats-server` (`NATS_SERVER_BIN`, else Debian's `/usr/sbin/nats-server`, else the `PATH`; started by `@jitbox/testing`'s `NatsServer`), with JetStream in a temporary directory, on 127.0.0.1 (a free
  *   port, or `--port`);
  * - a coordinator (`jitbox coordinator`) with one execution profile, `dev`, that allows everything
  *   the README shows: JavaScript (and TypeScript), Python and Bash tools, long-running tools,
@@ -24,6 +24,7 @@
 import { Command, Options } from "@effect/cli"
 import { HarnessError, type JitPolicy } from "@jitbox/core"
 import { Ids } from "@jitbox/runtime"
+import { NatsServer } from "@jitbox/testing"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -32,7 +33,6 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as ChildCommand from "./ChildCommand.js"
 import * as Connection from "./Connection.js"
-import * as LocalNatsServer from "./LocalNatsServer.js"
 import * as Serve from "./Serve.js"
 
 /** The policy of the profile `dev`, and of the sessions its host admits. @since 0.1.0 @category constants */
@@ -68,7 +68,7 @@ export const workers = Options.integer("workers").pipe(
 )
 
 /** What `jitbox dev` can fail with. @since 0.1.0 @category errors */
-export type DevCommandError = HarnessError.ConfigError | LocalNatsServer.NatsServerError | ChildCommand.ChildCommandError
+export type DevCommandError = HarnessError.ConfigError | NatsServer.NatsServerError | ChildCommand.ChildCommandError
 
 /** How long a part may take to start serving, and to stop. */
 const bounds = { readyMs: 120_000, stopMs: 15_000 } as const
@@ -140,7 +140,7 @@ export const command = Command.make("dev", { port, namespace, workers }, (config
     const served = yield* check(config)
     const directory = yield* temporaryDirectory
     yield* hangUpStops
-    const nats = yield* LocalNatsServer.make({ directory, port: Option.getOrUndefined(config.port) })
+    const nats = yield* NatsServer.make({ port: Option.getOrUndefined(config.port) })
     const profiles = path.join(directory, "profiles.json")
     fs.writeFileSync(profiles, JSON.stringify({ profiles: [{ name: profileName, policy: devPolicy }] }))
     const common = ["--server", nats.url, "--namespace", served]
@@ -155,7 +155,7 @@ export const command = Command.make("dev", { port, namespace, workers }, (config
     yield* Effect.forEach(parts, (part) => part.ready(bounds.readyMs), { concurrency: "unbounded", discard: true })
     // raceAll waits for the first success: each exit, flipped, is one
     anyExited = Effect.flatMap(Effect.raceAll(parts.map((part) => Effect.flip(part.exited))), Effect.fail)
-    yield* Console.log(instructions({ url: nats.url, namespace: served, directory, workers: workerIds }))
+    yield* Console.log(instructions({ url: nats.url, namespace: served, directory: nats.storeDir, workers: workerIds }))
     return `dev ${nats.url} namespace ${served}`
   }), () => anyExited)
 }).pipe(

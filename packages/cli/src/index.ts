@@ -106,7 +106,6 @@ export * as ChildCommand from "./ChildCommand.js"
 /**
  * @since 0.1.0
  */
-export * as LocalNatsServer from "./LocalNatsServer.js"
 
 /**
  * @since 0.1.0

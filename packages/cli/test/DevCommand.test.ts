@@ -146,7 +146,7 @@ describe("jitbox dev", () => {
       const failed = spawnCli(["dev", "--port", String(port)])
       others.push(failed)
       expect(await failed.exited()).toBe(1)
-      expect(failed.stderr()).toMatch(/jitbox: NatsServerError: nats-server Exited: .*address already in use/s)
+      expect(failed.stderr()).toMatch(/jitbox: NatsServerError: .*address already in use/s)
     } finally {
       taken.close()
     }

@@ -1,5 +1,5 @@
 /**
- * A real `nats-server` for tests: started on a free port of 127.0.0.1 with JetStream stored in a
+ * A real `nats-server` for tests (and for `jitbox dev`): started on a free port of 127.0.0.1 (or `port`) with JetStream stored in a
  * temporary directory, ready (it has sent its `INFO` to a probe connection) before it is handed
  * out, and gone with its directory when its scope closes. The binary is `NATS_SERVER_BIN`, else
  * `/usr/sbin/nats-server` (Debian's package), else `nats-server` on the `PATH`.
@@ -43,6 +43,8 @@ export class NatsServerError extends Data.TaggedError("NatsServerError")<{
 export interface NatsServerOptions {
   /** The binary; default `NATS_SERVER_BIN`, `/usr/sbin/nats-server`, then `nats-server` on the PATH. */
   readonly binary?: string | undefined
+  /** The port of 127.0.0.1 to listen on (default: a free one, probed; another is tried if it is taken meanwhile). */
+  readonly port?: number | undefined
   /** How long a start may take before it fails `NotReady` (default 10 000 ms). */
   readonly readyTimeoutMs?: number | undefined
   /**
@@ -244,14 +246,15 @@ const open = async (options: NatsServerOptions): Promise<ServerProcess> => {
   // Another process may take the free port between the probe and the server's bind: try again.
   for (let attempt = 0; attempt < 3; attempt++) {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "jitbox-nats-"))
-    const server = new ServerProcess(binary, await freePort(), root, readyTimeoutMs, options.config, options.env)
+    const server = new ServerProcess(binary, options.port ?? await freePort(), root, readyTimeoutMs, options.config, options.env)
     try {
       await server.start()
       return server
     } catch (error) {
       await server.close()
       lastError = error
-      if (!(error instanceof NatsServerError) || error.reason !== "StartFailed" || !/address already in use/i.test(error.detail)) break
+      const portTaken = error instanceof NatsServerError && error.reason === "StartFailed" && /address already in use/i.test(error.detail)
+      if (!portTaken || options.port !== undefined) break
     }
   }
   throw lastError
