@@ -16,33 +16,35 @@ import * as path from "node:path"
 
 const helpOf = (error: unknown) => HelpDoc.p(error instanceof Error ? error.message : String(error))
 
-/** An optional integer ≥ 1, its environment variable `JITBOX_<NAME>` standing in when the flag is not given. */
-const count = (name: string, description: string) => {
-  const variable = `JITBOX_${name.toUpperCase().replaceAll("-", "_")}`
-  return Options.integer(name).pipe(
-    Options.withDescription(`${description}; environment variable ${variable}`),
-    Options.withFallbackConfig(Config.integer(variable)),
+/** An optional flag, its environment variable `JITBOX_<NAME>` standing in when it is not given; `refusal` says what is wrong with a value. */
+const flag = <A>(
+  name: string,
+  description: string,
+  option: (name: string) => Options.Options<A>,
+  variable: (name: string) => Config.Config<A>,
+  refusal: (value: A) => string | undefined
+) => {
+  const environment = `JITBOX_${name.toUpperCase().replaceAll("-", "_")}`
+  return option(name).pipe(
+    Options.withDescription(`${description}; environment variable ${environment}`),
+    Options.withFallbackConfig(variable(environment)),
     Options.mapTryCatch((value) => {
-      if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--${name}: expected an integer ≥ 1, got ${value}`)
+      const wrong = refusal(value)
+      if (wrong !== undefined) throw new Error(`--${name}: ${wrong}`)
       return value
     }, helpOf),
     Options.optional
   )
 }
 
-/** An optional absolute path of an interpreter, its environment variable `JITBOX_<NAME>` standing in. */
-const interpreter = (name: string, description: string) => {
-  const variable = `JITBOX_${name.toUpperCase().replaceAll("-", "_")}`
-  return Options.text(name).pipe(
-    Options.withDescription(`${description}; environment variable ${variable}`),
-    Options.withFallbackConfig(Config.string(variable)),
-    Options.mapTryCatch((value) => {
-      if (!path.isAbsolute(value)) throw new Error(`--${name}: expected an absolute path, got '${value}'`)
-      return value
-    }, helpOf),
-    Options.optional
-  )
-}
+/** An optional integer ≥ 1. */
+const count = (name: string, description: string) =>
+  flag(name, description, Options.integer, Config.integer, (value) =>
+    Number.isSafeInteger(value) && value >= 1 ? undefined : `expected an integer ≥ 1, got ${value}`)
+
+/** An optional absolute path of an interpreter. */
+const interpreter = (name: string, description: string) =>
+  flag(name, description, Options.text, Config.string, (value) => path.isAbsolute(value) ? undefined : `expected an absolute path, got '${value}'`)
 
 /**
  * The flags, to spread into a command's options.
