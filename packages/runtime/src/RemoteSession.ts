@@ -131,6 +131,21 @@ export class RemoteSession implements SessionApi {
     Object.assign(this, operations)
   }
 
+  /** The value a call's reply carries; its error, or `PayloadTooLarge` past JT-LIM-02, thrown. */
+  private resultOf(name: string, reply: Transport.Message): unknown {
+    const answer = Protocol.valueOf(reply, this.call)
+    if (Either.isLeft(answer)) throw answer.left
+    const value = answer.right
+    if (Envelope.valueTooLarge(value, reply.data.length)) {
+      throw new TransportError({
+        reason: "PayloadTooLarge",
+        subject: this.call,
+        detail: `the result of '${name}': over the ${Envelope.limits.valueBytes} bytes of JSON allowed (JT-LIM-02)`
+      })
+    }
+    return value
+  }
+
   /** Which of `callIds` the host serving the session runs (`CallWatch`). */
   private running(callIds: ReadonlyArray<string>): Promise<Probe> {
     return this.transport.request(this.call, Envelope.encode("running", { call_ids: callIds }), { timeoutMs: watchTimings.everyMs * 2 }).then(
@@ -212,7 +227,11 @@ export class RemoteSession implements SessionApi {
     const lost = new AbortController()
     const unwatch = this.watch.watch(callId, () => lost.abort())
     const signals = signal === undefined ? lost.signal : AbortSignal.any([signal, lost.signal])
-    const sent = this.send(this.call, payload, options?.timeoutMs ?? this.timeoutMs, signals, this.traceHeaders?.()).finally(unwatch).catch((error: unknown) => {
+    const pending = this.send(this.call, payload, options?.timeoutMs ?? this.timeoutMs, signals, this.traceHeaders?.()).then((reply) => {
+      unwatch()
+      return this.resultOf(name, reply)
+    }, (error: unknown) => {
+      unwatch()
       if (!lost.signal.aborted || signal?.aborted === true) throw error
       throw new RemoteExecutionError({
         reason: "HostLost",
@@ -221,19 +240,6 @@ export class RemoteSession implements SessionApi {
         callId,
         detail: `the host running it died, and the host serving session ${this.sessionId} now does not run it: it may have run in part, and it is not sent again`
       })
-    })
-    const pending = sent.then((reply) => {
-      const answer = Protocol.valueOf(reply, this.call)
-      if (Either.isLeft(answer)) throw answer.left
-      const value = answer.right
-      if (Envelope.valueTooLarge(value, reply.data.length)) {
-        throw new TransportError({
-          reason: "PayloadTooLarge",
-          subject: this.call,
-          detail: `the result of '${name}': over the ${Envelope.limits.valueBytes} bytes of JSON allowed (JT-LIM-02)`
-        })
-      }
-      return value
     })
     if (signal === undefined) return pending
     const cancel = () => {
