@@ -150,6 +150,21 @@ export const workerInvoke = (prefix: Prefix, pool: Ids.PoolName, language: CodeL
 export const nodeInvoke = (prefix: Prefix, nodeId: Ids.WorkerId, language: CodeLanguage): Subject =>
   subject(`${prefix}.node.${nodeId}.${language}.invoke`)
 
+/**
+ * What an invocation subject (`workerInvoke`, `nodeInvoke`) names: its namespace, a pool (`worker`)
+ * or a pinned worker (`node`), and the language; `undefined` when the subject is not one.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const invokeParts = (
+  value: string
+): { readonly namespace: string; readonly kind: "worker" | "node"; readonly name: string; readonly language: string } | undefined => {
+  const [namespace, kind, name, language, op] = value.split(".").slice(-5)
+  if (op !== "invoke" || (kind !== "worker" && kind !== "node") || namespace === undefined || name === undefined || language === undefined) return undefined
+  return { namespace, kind, name, language }
+}
+
 /** Cancels of running invocations by call id, published to every worker (each checks its own table). @since 0.1.0 @category subjects */
 export const workerCancel = (prefix: Prefix): Subject => subject(`${prefix}.workers.cancel`)
 

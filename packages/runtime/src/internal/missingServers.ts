@@ -6,6 +6,7 @@
  */
 import type { CodeLanguage } from "@jitbox/core"
 import type * as Ids from "../Ids.js"
+import * as Subject from "../Subject.js"
 import { TransportError } from "../TransportError.js"
 
 const languageNames: Readonly<Record<CodeLanguage, string>> = {
@@ -24,17 +25,15 @@ const languageName = (language: string): string => languageNames[language as Cod
  * `<p>.node.<worker id>.<language>.invoke` for a pinned worker); `undefined` for another subject.
  */
 const workerHint = (subject: string): string | undefined => {
-  const [namespace, kind, name, language, op] = subject.split(".").slice(-5)
-  if (op !== "invoke" || namespace === undefined || name === undefined || language === undefined) return undefined
+  const parts = Subject.invokeParts(subject)
+  if (parts === undefined) return undefined
+  const { kind, language, name, namespace } = parts
   const shown = languageName(language)
   if (kind === "worker") {
     const pool = name === "default" ? "" : ` --pool ${name}`
     return `no worker serves ${shown} in pool ${name}: start \`jitbox worker --namespace ${namespace}${pool} --languages ${language}\``
   }
-  if (kind === "node") {
-    return `no worker ${name} serves ${shown} (the profile pins it): start \`jitbox worker --namespace ${namespace} --id ${name} --languages ${language}\``
-  }
-  return undefined
+  return `no worker ${name} serves ${shown} (the profile pins it): start \`jitbox worker --namespace ${namespace} --id ${name} --languages ${language}\``
 }
 
 /** `error`, or for "no responders" on a worker subject the same error saying which worker to start. */
