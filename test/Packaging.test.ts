@@ -10,8 +10,8 @@
  * type-checks the same program (strict, NodeNext, declaration files included), so broken `.d.ts`
  * fail here too.
  *
- * Builds first with `tsc -b` (what `pnpm run build` runs; incremental, so quick when dist is
- * current). Needs `pnpm` and `npm` on the PATH, the npm registry, and nats-server (NATS_SERVER_BIN
+ * Builds first with `tsc -b` (the first step of `pnpm run build`; incremental, so quick when dist
+ * is current); packing @jitbox/cli bundles its command (its `prepack` script), as publishing does. Needs `pnpm` and `npm` on the PATH, the npm registry, and nats-server (NATS_SERVER_BIN
  * or /usr/sbin/nats-server).
  */
 import { execFile } from "node:child_process"
@@ -24,6 +24,19 @@ import { NatsServer } from "@jitbox/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
+
+/** A snapshot `jitbox snapshot verify` activates in the sandbox: a TypeScript tool (bundled by esbuild) with declared parameters (compiled by ajv) and a Python tool. */
+const bundleSnapshot = {
+  format_version: 1,
+  tools: [
+    {
+      name: "square", language: "typescript", entrypoint: "square",
+      source: `export const square = tool({ description: "Square a number.", guidelines: "Use to square." }, async ({ value }: { value: number }) => value * value)\n`,
+      parameters: { type: "object", properties: { value: { type: "number" } }, required: ["value"] }
+    },
+    { name: "add", language: "python", entrypoint: "add", source: `from jitbox import tool\n\n@tool(description="Add two numbers.", guidelines="Use to add.")\ndef add(a: int, b: int) -> int:\n    return a + b\n` }
+  ]
+}
 const packageNames = ["core", "agent", "sandbox", "runtime", "nats", "testing", "bench", "mcp", "otel", "cli"] as const
 type PackageName = typeof packageNames[number]
 const packageDir = (name: PackageName) => path.join(root, "packages", name)
@@ -229,7 +242,7 @@ describe("the packed packages in a project outside the repository", () => {
     try {
       await run(process.execPath, [tsc, "-b"], { cwd: root, env: process.env, timeoutMs: 200_000 })
     } catch (error) {
-      throw new Error(`the build (\`pnpm run build\`, i.e. tsc -b) failed, so the packages cannot be packed:\n${String(error)}`)
+      throw new Error(`the build (\`tsc -b\`, the first step of \`pnpm run build\`) failed, so the packages cannot be packed:\n${String(error)}`)
     }
     for (const name of packageNames) {
       for (const file of ["dist/index.js", "dist/index.d.ts"]) {
@@ -332,22 +345,33 @@ describe("the packed packages in a project outside the repository", () => {
     }
   })
 
-  it("@jitbox/cli: the packed manifest's bin is bin/jitbox.js, a node script in the tarball that runs dist/bin.js", () => {
+  it("@jitbox/cli: the packed manifest's bin is bin/jitbox.js, a node script in the tarball that runs the bundle (made when packing) or dist/bin.js", () => {
     const { entries, manifest } = packed.get("cli")!
     expect(manifest.bin).toEqual({ jitbox: "./bin/jitbox.js" })
-    expect(entries).toEqual(expect.arrayContaining(["package/bin/jitbox.js", "package/dist/bin.js"]))
+    expect(entries).toEqual(expect.arrayContaining(["package/bin/jitbox.js", "package/dist/bin.js", "package/dist/bundle/jitbox.mjs"]))
+    expect(entries.filter((entry) => entry.startsWith("package/scripts/"))).toEqual([])
     const shim = fs.readFileSync(path.join(packageDir("cli"), "bin/jitbox.js"), "utf8")
     expect(shim.split("\n")[0]).toBe("#!/usr/bin/env node")
+    expect(shim).toContain(`new URL("../dist/bundle/jitbox.mjs", import.meta.url)`)
     expect(shim).toContain(`new URL("../dist/bin.js", import.meta.url)`)
   })
 
-  it("the installed jitbox binary runs: its version, and the help of jitbox worker", async () => {
+  it("the installed jitbox binary runs from its bundle alone: its version, the help of jitbox worker, and a snapshot verified in the sandbox (TypeScript through esbuild, parameters through ajv, Python)", async () => {
     const project = path.join(work!, "project")
     const jitbox = path.join(project, "node_modules/.bin/jitbox")
-    expect((await run(jitbox, ["--version"], { cwd: project, timeoutMs: 60_000 })).stdout.trim()).toBe(versionOf("cli"))
-    const help = (await run(jitbox, ["worker", "--help"], { cwd: project, timeoutMs: 60_000 })).stdout
-    for (const option of ["--server", "--creds", "--namespace", "--pool", "--log-invocations"]) expect(help).toContain(option)
-  }, 150_000)
+    const unbundled = path.join(project, "node_modules/@jitbox/cli/dist/bin.js")
+    fs.renameSync(unbundled, `${unbundled}.aside`)
+    try {
+      expect((await run(jitbox, ["--version"], { cwd: project, timeoutMs: 60_000 })).stdout.trim()).toBe(versionOf("cli"))
+      const help = (await run(jitbox, ["worker", "--help"], { cwd: project, timeoutMs: 60_000 })).stdout
+      for (const option of ["--server", "--creds", "--namespace", "--pool", "--log-invocations"]) expect(help).toContain(option)
+      fs.writeFileSync(path.join(project, "snapshot.json"), JSON.stringify(bundleSnapshot))
+      const verified = await run(jitbox, ["snapshot", "verify", "--file", "snapshot.json"], { cwd: project, timeoutMs: 90_000 })
+      expect(verified.stdout).toMatch(/^ok file snapshot\.json: activates \(2 code tools, 0 text tools\)/)
+    } finally {
+      fs.renameSync(`${unbundled}.aside`, unbundled)
+    }
+  }, 240_000)
 
   it("node runs a program that uses core, sandbox, agent, runtime, nats, testing and cli", async () => {
     const { stdout } = await run(process.execPath, ["main.js"], { cwd: path.join(work!, "project"), timeoutMs: 120_000 })

@@ -29,8 +29,8 @@ import * as SnapshotCommand from "./SnapshotCommand.js"
 import * as StatusCommand from "./StatusCommand.js"
 import * as WorkerCommand from "./WorkerCommand.js"
 
-/** This package's version, from its manifest (beside both `src` and `dist`). @since 0.1.0 @category constants */
-export const version: string = (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
+/** This package's version, from its manifest (found by the package's name, so from its sources, `dist` and the bundle alike). @since 0.1.0 @category constants */
+export const version: string = (createRequire(import.meta.url)("@jitbox/cli/package.json") as { readonly version: string }).version
 
 /** What serving any of the commands can fail with (besides a bad argument). @since 0.1.0 @category errors */
 export type CliError =

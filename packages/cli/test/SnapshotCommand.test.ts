@@ -7,18 +7,23 @@
  * loaded in real sandboxed subprocesses; exit 0) and of one whose module throws (exit 1,
  * `PackageError` naming the tool) and of a file that is no snapshot (exit 1, `SnapshotError`);
  * `diff` of two files, and of a KV session against a file (added, removed, changed with the files' line counts, base tools, unload marks;
- * `--exit-code` exits 3). The version ids are the ones the harness gives the tools.
+ * `--exit-code` exits 3). The version ids are the ones the harness gives the tools. `verify` runs
+ * from the bundled command too (`scripts/bundle.mjs`), which finds its dependencies from the bundle.
  */
 import { JitHarness, JitHarnessSnapshot } from "@jitbox/core"
 import { connect, KvSnapshotStore } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { SnapshotCommand } from "../src/index.js"
 import { plain, spawnCli } from "./cliProcess.js"
+
+const execFileAsync = promisify(execFile)
 
 /** Where the spawned `jitbox` runs (`spawnCli`'s working directory). */
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url))
@@ -177,6 +182,18 @@ describe("jitbox snapshot", () => {
     expect(failing.stderr).toContain("the module fails to load")
     expect(invalid.code).toBe(1)
     expect(invalid.stderr).toMatch(/^jitbox: SnapshotError: .*not-a-snapshot\.json: not a valid jitbox snapshot: tools\.0\./m)
+  }, 120_000)
+
+  it("verify from the bundled command (what bin/jitbox.js runs after pnpm build) in this workspace: esbuild, ajv and the sandbox's runtime files are found from the bundle", async () => {
+    const cli = fileURLToPath(new URL("..", import.meta.url))
+    const outdir = fs.mkdtempSync(path.join(cli, "node_modules", ".jitbox-bundle-"))
+    try {
+      await execFileAsync(process.execPath, [path.join(cli, "scripts/bundle.mjs"), outdir], { cwd: cli })
+      const { stdout, stderr } = await execFileAsync(process.execPath, [path.join(outdir, "jitbox.mjs"), "snapshot", "verify", file("a.json")], { cwd: repoRoot })
+      expect(plain(stdout), stderr).toMatch(new RegExp(`^ok file ${file("a.json")}: activates \\(3 code tools, 1 text tools\\) in \\S+$`, "m"))
+    } finally {
+      fs.rmSync(outdir, { recursive: true, force: true })
+    }
   }, 120_000)
 
   it("verify on a terminal: the activation's progress is drawn in place on the line, then erased before the result", async () => {

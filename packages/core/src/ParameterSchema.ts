@@ -8,10 +8,10 @@
  */
 import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
-import { createRequire } from "node:module"
 import type { zodToJsonSchema } from "zod-to-json-schema"
 import { ToolDefinitionError } from "./HarnessError.js"
 import { isJsonSchemaObject, type JsonSchema } from "./JsonSchema.js"
+import { coreRequire } from "./internal/coreRequire.js"
 
 /** Which JSON Schema dialect a normalised schema is written in. @since 0.1.0 @category models */
 export type Dialect = "draft-07" | "2020-12"
@@ -64,10 +64,8 @@ const zod4JsonSchema = (schema: { toJSONSchema: (params: object) => unknown }): 
  * it reads a schema's type names only, so a schema of the ESM zod converts the same): a program
  * that gives none does not pay for it.
  */
-const load = createRequire(import.meta.url)
-
 const zod3JsonSchema = (schema: object): JsonSchema => {
-  const { zodToJsonSchema: convert } = load("zod-to-json-schema") as { readonly zodToJsonSchema: typeof zodToJsonSchema }
+  const { zodToJsonSchema: convert } = coreRequire("zod-to-json-schema") as { readonly zodToJsonSchema: typeof zodToJsonSchema }
   return withoutMetaSchema(convert(schema as Parameters<typeof zodToJsonSchema>[0], { target: "jsonSchema7" }) as unknown as JsonSchema)
 }
 

@@ -16,13 +16,14 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { BashChild, type BashFiles } from "./internal/bashChild.js"
 import type { ChildOwner, RunnerContext } from "./internal/context.js"
+import { runtimeFile } from "./internal/runtimeFiles.js"
 import { packageError, SandboxedVersion, writeShipped } from "./internal/version.js"
 
 /** @since 0.1.0 @category constants */
 export const languages: ReadonlyArray<CodeRunner.CodeSource["language"]> = ["bash"]
 
 /** @since 0.1.0 @category constants */
-export const driverFile = new URL("../runtime/bash-driver.sh", import.meta.url)
+export const driverFile: URL = runtimeFile("bash-driver.sh")
 
 let driverSource: string | undefined
 

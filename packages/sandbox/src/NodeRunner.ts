@@ -18,6 +18,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { JsonLinesChild } from "./internal/child.js"
 import type { ChildOwner, RunnerContext } from "./internal/context.js"
+import { runtimeFile as runtimeFileNamed } from "./internal/runtimeFiles.js"
 import { SandboxedVersion, writeShipped } from "./internal/version.js"
 import { nodeCommand } from "./Isolation.js"
 import * as Protocol from "./Protocol.js"
@@ -26,7 +27,7 @@ import * as Protocol from "./Protocol.js"
 export const languages: ReadonlyArray<CodeRunner.CodeSource["language"]> = ["javascript", "typescript"]
 
 /** @since 0.1.0 @category constants */
-export const runtimeFile = new URL("../runtime/node-runtime.mjs", import.meta.url)
+export const runtimeFile: URL = runtimeFileNamed("node-runtime.mjs")
 
 let runtimeSource: string | undefined
 

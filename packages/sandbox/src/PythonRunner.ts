@@ -18,6 +18,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { JsonLinesChild } from "./internal/child.js"
 import type { ChildOwner, RunnerContext } from "./internal/context.js"
+import { runtimeFile } from "./internal/runtimeFiles.js"
 import { packageError, SandboxedVersion, writeShipped } from "./internal/version.js"
 import * as Protocol from "./Protocol.js"
 
@@ -25,7 +26,7 @@ import * as Protocol from "./Protocol.js"
 export const languages: ReadonlyArray<CodeRunner.CodeSource["language"]> = ["python"]
 
 /** @since 0.1.0 @category constants */
-export const runnerFile = new URL("../runtime/jitbox_runner.py", import.meta.url)
+export const runnerFile: URL = runtimeFile("jitbox_runner.py")
 
 /** The package name tool files live under inside the child. @since 0.1.0 @category constants */
 export const PackageName = "jitbox_tool"
