@@ -13,6 +13,7 @@
  *
  * @since 0.1.0
  */
+import * as Schema from "effect/Schema"
 import { randomBytes } from "node:crypto"
 import * as Admission from "./Admission.js"
 import * as AsyncInvocations from "./AsyncInvocations.js"
@@ -33,6 +34,7 @@ import type { JsonSchema } from "./JsonSchema.js"
 import type { ProfileSinkShape } from "./ProfileSink.js"
 import { Profiler } from "./Profiler.js"
 import type { BaseTools, CallOptions, Session, SessionDefinitions } from "./Session.js"
+import * as SharedCatalog from "./SharedCatalog.js"
 import type { CatalogEntry, ModelToolDefinition, ToolDefinitionInfo, ToolSource } from "./ToolCatalog.js"
 import * as ToolContract from "./ToolContract.js"
 import type { ToolErrorReport } from "./ToolErrorReport.js"
@@ -41,6 +43,7 @@ import * as ToolRequest from "./ToolRequest.js"
 import * as TrustedCodeRunner from "./TrustedCodeRunner.js"
 import * as Validator from "./Validator.js"
 import { Dispatcher } from "./internal/dispatcher.js"
+import * as CatalogTransfer from "./internal/catalogTransfer.js"
 import * as ManagementHandlers from "./internal/managementHandlers.js"
 import { type PageOptions, ReadModel } from "./internal/readModel.js"
 import { Registry, release as releaseVersion } from "./internal/registry.js"
@@ -93,6 +96,10 @@ export interface JitHarnessOptions {
   readonly profileSink?: ProfileSinkShape | undefined
   /** Receives every event, synchronously. */
   readonly eventSink?: EventSinkShape | undefined
+  /** The namespace's shared catalog this session publishes to and loads from (`SharedCatalog.memory()` in one process). */
+  readonly catalog?: SharedCatalog.SharedCatalogShape | undefined
+  /** Who this session acts for, recorded in what it publishes. Default: "application". */
+  readonly principal?: string | undefined
 }
 
 const optionNames: ReadonlySet<string> = new Set<keyof JitHarnessOptions>([
@@ -112,7 +119,9 @@ const optionNames: ReadonlySet<string> = new Set<keyof JitHarnessOptions>([
   "admission",
   "clock",
   "profileSink",
-  "eventSink"
+  "eventSink",
+  "catalog",
+  "principal"
 ])
 
 const positiveInteger = (option: string, value: number | undefined, fallback: number): number => {
@@ -178,6 +187,8 @@ export class JitHarness implements Session {
   private readonly bindings: RequestBindings
   private readonly runner: CodeRunner.CodeRunnerShape
   private readonly operations: AsyncInvocations.AsyncInvocations | undefined
+  private readonly catalog: SharedCatalog.SharedCatalogShape | undefined
+  private readonly principal: string
   private activating = false
 
   constructor(snapshotOrOptions?: JitHarnessSnapshot.JitHarnessSnapshot | JitHarnessOptions, maybeOptions?: JitHarnessOptions) {
@@ -210,6 +221,8 @@ export class JitHarness implements Session {
     this.admission = options.admission ??
       (options.policy === undefined ? Admission.unlimited() : Admission.local(JitPolicy.make(options.policy)))
     this.clock = options.clock ?? HarnessClock.system
+    this.catalog = options.catalog
+    this.principal = options.principal ?? "application"
     this.events = new EventFeed(this.sessionId)
     if (options.eventSink !== undefined) this.events.listen(options.eventSink.emit)
     this.runner = runnerFor(mode, options, this.admission.policy)
@@ -324,6 +337,48 @@ export class JitHarness implements Session {
 
   updateTool(request: ToolRequest.UpdateToolRequest): Promise<ToolRequest.ToolAck> {
     return this.change("updateTool", "update_tool", () => this.changes.update(ToolRequest.decodeUpdate(request)))
+  }
+
+  /**
+   * Publishes the installed version of code tool `name` to the shared catalog (under `as`, or its
+   * name), with the examples it passed, the tools it calls, and what this session measured of it.
+   * The entry starts `proposed` unless the catalog approves as published.
+   */
+  async publishTool(name: string, options: { readonly as?: string | undefined } = {}): Promise<SharedCatalog.PublishedTool> {
+    const catalog = this.sharedCatalog(name)
+    this.readable()
+    const publishedName = options.as ?? name
+    const previous = await catalog.entries(publishedName)
+    const { entry, pkg } = CatalogTransfer.publication(this.registry, this.profiler, name, publishedName, {
+      sessionId: this.sessionId,
+      principal: this.principal,
+      now: this.clock.now()
+    }, previous)
+    return catalog.publish(Schema.decodeUnknownSync(SharedCatalog.PublishedTool)(entry), pkg)
+  }
+
+  /**
+   * Installs an approved catalog version (the newest approved one, or `version`) as a code tool of
+   * this session, pinned: its package is checked against its version id, the tools it calls must be
+   * here, and its examples run here first, charged to this session's budgets like `create_tool`.
+   * A code tool of that name here gets it as its next version (`update_tool`). Later catalog
+   * changes leave the installed tool as it is.
+   */
+  async loadFromCatalog(name: string, options: { readonly version?: string | undefined; readonly as?: string | undefined } = {}): Promise<ToolRequest.ToolAck> {
+    const catalog = this.sharedCatalog(name)
+    return this.change("loadFromCatalog", "create_tool", async () => {
+      const entry = await catalog.entry(name, options.version)
+      const pkg = Schema.decodeUnknownSync(SharedCatalog.CatalogPackage)(await catalog.package(entry.version_id))
+      const change = CatalogTransfer.loading(this.registry, entry, pkg, options.as)
+      return "create" in change ? this.changes.create(ToolRequest.decodeCreate(change.create)) : this.changes.update(ToolRequest.decodeUpdate(change.update))
+    })
+  }
+
+  private sharedCatalog(name: string): SharedCatalog.SharedCatalogShape {
+    if (this.catalog === undefined) {
+      throw new SharedCatalog.CatalogError({ name, reason: "NoCatalog", detail: "this session has no shared catalog (the harness option catalog)" })
+    }
+    return this.catalog
   }
 
   unloadTool(name: string): Promise<ToolRequest.ToolAck> {

@@ -10,7 +10,7 @@ import * as NearestNames from "../NearestNames.js"
 import type * as Paging from "../Paging.js"
 import type { ToolDefinition } from "../Tool.js"
 import type { ToolState } from "../ToolCatalog.js"
-import type { ToolAck } from "../ToolRequest.js"
+import type { ToolAck, ToolExample } from "../ToolRequest.js"
 import type { CodeLanguage, ToolExecutionMode } from "../ToolOrigin.js"
 import type * as Validator from "../Validator.js"
 import type { LiveCall } from "./liveCall.js"
@@ -39,6 +39,8 @@ export interface CodeVersion {
   readonly validate: Validator.Validate
   /** What the request itself declared (for languages whose code cannot declare it). */
   readonly declared: { readonly description?: string; readonly guidelines?: string; readonly parameters?: JsonSchema }
+  /** The examples this version passed when it was built (none for a snapshot's tool or an update that sent none). */
+  readonly examples: ReadonlyArray<ToolExample>
   inflight: number
   retired: boolean
 }

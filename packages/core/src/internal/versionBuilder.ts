@@ -112,6 +112,7 @@ export class VersionBuilder {
         duration: request.duration,
         validate,
         declared,
+        examples: examples ?? [],
         inflight: 0,
         retired: false
       }
