@@ -178,6 +178,7 @@ export class Tally {
       this.dropped += event.payload.dropped
       return { at, sessionId, event, durationMs: undefined }
     }
+    if (event.name === "jit_catalog_revoked") return { at, sessionId, event, durationMs: undefined }
     const stats = this.statsOf(event.payload.tool_name, at)
     const key = keyOf(sessionId, event.payload.tool_call_id)
     if (event.name === "jit_tool_started") {
@@ -222,6 +223,9 @@ export const line = (received: Received): string => {
   const at = new Date(received.at).toISOString()
   const event = received.event
   if (event.name === "jit_events_dropped") return `${at} ${Table.cell(received.sessionId)} jit_events_dropped dropped=${event.payload.dropped}`
+  if (event.name === "jit_catalog_revoked") {
+    return `${at} ${Table.cell(received.sessionId)} jit_catalog_revoked ${Table.cell(event.payload.tool_name)} version=${Table.cell(event.payload.version_id)} by=${Table.cell(event.payload.revoked_by)}`
+  }
   const head = `${at} ${Table.cell(received.sessionId)} ${event.name} ${Table.cell(event.payload.tool_name)} call=${Table.cell(event.payload.tool_call_id)} origin=${event.payload.origin}`
   if (event.name === "jit_tool_started") return head
   const outcome = event.payload.success ? "ok" : `failed ${Table.cell(event.payload.error_type ?? "error")}`

@@ -17,6 +17,7 @@ import * as Schema from "effect/Schema"
 import { randomBytes } from "node:crypto"
 import * as Admission from "./Admission.js"
 import * as AsyncInvocations from "./AsyncInvocations.js"
+import * as CatalogTools from "./CatalogTools.js"
 import type { Call, Middleware } from "./Call.js"
 import * as CodeRunner from "./CodeRunner.js"
 import { ErrorCache } from "./ErrorCache.js"
@@ -189,6 +190,8 @@ export class JitHarness implements Session {
   private readonly operations: AsyncInvocations.AsyncInvocations | undefined
   private readonly catalog: SharedCatalog.SharedCatalogShape | undefined
   private readonly principal: string
+  private readonly catalogTools: ReadonlyArray<CatalogTools.CatalogToolDefinition>
+  private readonly unwatchCatalog: (() => void) | undefined
   private activating = false
 
   constructor(snapshotOrOptions?: JitHarnessSnapshot.JitHarnessSnapshot | JitHarnessOptions, maybeOptions?: JitHarnessOptions) {
@@ -269,6 +272,9 @@ export class JitHarness implements Session {
         })
       }
     }
+    this.catalogTools = this.catalog === undefined ? [] : CatalogTools.offered(policy?.sharedCatalog ?? "publish")
+    if (this.catalogTools.length > 0) this.addCatalogTools()
+    this.unwatchCatalog = this.catalog?.watch((entry) => this.revoked(entry))
     if (options.tools !== undefined) this.bindBaseTools(options.tools)
     if (snapshot !== undefined) {
       const activation = Snapshotting.activate(this.registry, this.changes, snapshot)
@@ -345,16 +351,8 @@ export class JitHarness implements Session {
    * The entry starts `proposed` unless the catalog approves as published.
    */
   async publishTool(name: string, options: { readonly as?: string | undefined } = {}): Promise<SharedCatalog.PublishedTool> {
-    const catalog = this.sharedCatalog(name)
-    this.readable()
-    const publishedName = options.as ?? name
-    const previous = await catalog.entries(publishedName)
-    const { entry, pkg } = CatalogTransfer.publication(this.registry, this.profiler, name, publishedName, {
-      sessionId: this.sessionId,
-      principal: this.principal,
-      now: this.clock.now()
-    }, previous)
-    return catalog.publish(Schema.decodeUnknownSync(SharedCatalog.PublishedTool)(entry), pkg)
+    if (this.dispatcher.released) throw new HarnessReleased({ sessionId: this.sessionId, operation: "publishTool" })
+    return this.publishing(name, options.as, false)
   }
 
   /**
@@ -364,14 +362,42 @@ export class JitHarness implements Session {
    * A code tool of that name here gets it as its next version (`update_tool`). Later catalog
    * changes leave the installed tool as it is.
    */
-  async loadFromCatalog(name: string, options: { readonly version?: string | undefined; readonly as?: string | undefined } = {}): Promise<ToolRequest.ToolAck> {
+  loadFromCatalog(
+    name: string,
+    options: { readonly version?: string | undefined; readonly as?: string | undefined } = {}
+  ): Promise<ToolRequest.ToolAck & { readonly version_id: string }> {
+    if (this.dispatcher.released) return Promise.reject(new HarnessReleased({ sessionId: this.sessionId, operation: "loadFromCatalog" }))
+    return this.dispatcher.announced("load_from_catalog", () => this.installing(name, options.version, options.as, false))
+  }
+
+  private async publishing(name: string, as: string | undefined, withinChange: boolean): Promise<SharedCatalog.PublishedTool> {
     const catalog = this.sharedCatalog(name)
-    return this.change("loadFromCatalog", "create_tool", async () => {
-      const entry = await catalog.entry(name, options.version)
+    this.readable()
+    const publishedName = as ?? name
+    const previous = await catalog.entries(publishedName)
+    const { entry, pkg } = await this.changes.serially(() =>
+      CatalogTransfer.publication(this.registry, this.profiler, name, publishedName, {
+        sessionId: this.sessionId,
+        principal: this.principal,
+        now: this.clock.now()
+      }, previous), withinChange)
+    return catalog.publish(Schema.decodeUnknownSync(SharedCatalog.PublishedTool)(entry), pkg)
+  }
+
+  private async installing(
+    name: string,
+    version: string | undefined,
+    as: string | undefined,
+    withinChange: boolean
+  ): Promise<ToolRequest.ToolAck & { readonly version_id: string }> {
+    const catalog = this.sharedCatalog(name)
+    return this.changes.serially(async () => {
+      const entry = await catalog.entry(name, version)
       const pkg = Schema.decodeUnknownSync(SharedCatalog.CatalogPackage)(await catalog.package(entry.version_id))
-      const change = CatalogTransfer.loading(this.registry, entry, pkg, options.as)
-      return "create" in change ? this.changes.create(ToolRequest.decodeCreate(change.create)) : this.changes.update(ToolRequest.decodeUpdate(change.update))
-    })
+      const change = CatalogTransfer.loading(this.registry, entry, pkg, as)
+      const ack = "create" in change ? await this.changes.create(ToolRequest.decodeCreate(change.create)) : await this.changes.update(ToolRequest.decodeUpdate(change.update))
+      return { ...ack, version_id: entry.version_id }
+    }, withinChange)
   }
 
   private sharedCatalog(name: string): SharedCatalog.SharedCatalogShape {
@@ -568,9 +594,40 @@ export class JitHarness implements Session {
     return this.asyncOperations("cancel_invocation").cancel(id)
   }
 
-  /** The asynchronous-operation tools the model may call, when the policy allows them. */
+  /** The asynchronous-operation and shared-catalog tools the model may call, when the policy allows them. */
   operationTools(): ReadonlyArray<{ readonly name: string; readonly description: string; readonly parameters: JsonSchema }> {
-    return this.operations === undefined ? [] : AsyncInvocations.tools
+    const tools = this.operations === undefined ? [] : AsyncInvocations.tools
+    return this.catalogTools.length === 0 ? tools : [...tools, ...this.catalogTools.map(({ description, name, parameters }) => ({ name, description, parameters }))]
+  }
+
+  /** Tells this session's subscribers that a catalog version one of its tools runs was revoked. */
+  private revoked(entry: SharedCatalog.PublishedTool): void {
+    if (entry.status !== "revoked" || this.dispatcher.released) return
+    for (const held of this.registry.entries.values()) {
+      if (held.origin !== "code" || held.version.versionId !== entry.version_id) continue
+      this.events.emit({
+        type: "CUSTOM",
+        name: "jit_catalog_revoked",
+        payload: { session_id: this.sessionId, tool_name: held.name, version_id: entry.version_id, revoked_by: entry.reviewed?.by ?? "unknown" }
+      })
+    }
+  }
+
+  private addCatalogTools(): void {
+    const handlers = CatalogTools.handlers({
+      catalog: this.catalog!,
+      publish: (name, as, withinChange) => this.publishing(name, as, withinChange),
+      load: (name, versionId, as, withinChange) => this.installing(name, versionId, as, withinChange)
+    })
+    for (const definition of this.catalogTools) {
+      const handler = handlers[definition.name]
+      this.registry.addManagement({
+        origin: "management",
+        name: definition.name,
+        validate: Validator.compile(definition.parameters, "draft-07"),
+        handler: (args, call) => handler(args, call.withinChange)
+      })
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -582,6 +639,7 @@ export class JitHarness implements Session {
   async release(): Promise<void> {
     if (this.dispatcher.released) return
     this.dispatcher.released = true
+    this.unwatchCatalog?.()
     this.operations?.release()
     this.dispatcher.cancelAll(new HarnessReleased({ sessionId: this.sessionId, operation: "running" }))
     this.events.closeAll()

@@ -58,6 +58,22 @@ const languages = Schema.Array(PolicyLanguage).annotations({
   })
 )
 
+const sharedCatalogLevels = ["off", "load", "publish"] as const
+
+/**
+ * What the model may do with the namespace's shared catalog (a jitbox extension of the policy):
+ * nothing (`off`), search and load approved tools (`load`), and publish its own (`publish`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const SharedCatalogAccess = Schema.Literal(...sharedCatalogLevels)
+
+/** @since 0.1.0 @category models */
+export type SharedCatalogAccess = typeof SharedCatalogAccess.Type
+
+const sharedCatalogAccess = SharedCatalogAccess.annotations(says(`one of ${sharedCatalogLevels.map((level) => JSON.stringify(level)).join(", ")}`))
+
 /** @since 0.1.0 @category schemas */
 export const JitPolicy = Schema.Struct({
   allowedLanguages: Schema.optionalWith(languages, { default: () => ["Python"] as const }),
@@ -74,7 +90,8 @@ export const JitPolicy = Schema.Struct({
   provisioningTimeoutSeconds: Schema.optionalWith(int(1, 7_200), { default: () => 1_800 }),
   leaseLifetimeSeconds: Schema.optionalWith(int(30, 21_600), { default: () => 3_600 }),
   maximumTools: Schema.optionalWith(int(1, 16), { default: () => 8 }),
-  invocationTimeoutSeconds: Schema.optionalWith(int(225, 3_600), { default: () => 1_800 })
+  invocationTimeoutSeconds: Schema.optionalWith(int(225, 3_600), { default: () => 1_800 }),
+  sharedCatalog: Schema.optionalWith(sharedCatalogAccess, { default: () => "off" as const })
 }).pipe(
   Schema.filter((policy) =>
     policy.maximumConcurrentInvocations <= policy.maximumInvocations ||
@@ -139,7 +156,8 @@ export const intersect = (ceiling: JitPolicy, request: JitPolicy): JitPolicy => 
     provisioningTimeoutSeconds: min("provisioningTimeoutSeconds"),
     leaseLifetimeSeconds: min("leaseLifetimeSeconds"),
     maximumTools: min("maximumTools"),
-    invocationTimeoutSeconds: min("invocationTimeoutSeconds")
+    invocationTimeoutSeconds: min("invocationTimeoutSeconds"),
+    sharedCatalog: sharedCatalogLevels[Math.min(sharedCatalogLevels.indexOf(ceiling.sharedCatalog), sharedCatalogLevels.indexOf(request.sharedCatalog))]!
   }
 }
 

@@ -43,8 +43,21 @@ export const JitEventsDropped = Schema.Struct({
   payload: Schema.Struct({ session_id: Schema.String, dropped: Schema.Int.pipe(Schema.positive()) })
 })
 
+/**
+ * A catalog version this session holds (its tool's current version) was revoked: the tool keeps
+ * working as loaded; the catalog no longer offers the version for new loads.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const JitCatalogRevoked = Schema.Struct({
+  type: Schema.Literal("CUSTOM"),
+  name: Schema.Literal("jit_catalog_revoked"),
+  payload: Schema.Struct({ session_id: Schema.String, tool_name: Schema.String, version_id: Schema.String, revoked_by: Schema.String })
+})
+
 /** @since 0.1.0 @category schemas */
-export const JitToolEvent = Schema.Union(JitToolStarted, JitToolCompleted, JitEventsDropped)
+export const JitToolEvent = Schema.Union(JitToolStarted, JitToolCompleted, JitEventsDropped, JitCatalogRevoked)
 
 /** @since 0.1.0 @category models */
 export type JitToolEvent = Schema.Schema.Type<typeof JitToolEvent>

@@ -234,7 +234,7 @@ export const inspectionToolNames: ReadonlySet<string> = new Set(
 export const changingToolNames: ReadonlySet<ManagementToolName> = new Set(["create_tool", "update_tool", "unload_tool", "load_tool"])
 
 /** Whether a call of the management tool `name` changes the toolbox when it succeeds. @since 0.1.0 @category predicates */
-export const changesToolbox = (name: string): boolean => (changingToolNames as ReadonlySet<string>).has(name)
+export const changesToolbox = (name: string): boolean => (changingToolNames as ReadonlySet<string>).has(name) || name === "load_from_catalog"
 
 /**
  * @since 0.1.0

@@ -67,7 +67,7 @@ describe("SharedCatalog (embedded)", () => {
     const approved = await catalog.review("slugify", published.version_id, "approved", "operator")
     expect(approved).toMatchObject({ status: "approved", reviewed: { by: "operator" } })
     const before = reader.admission.usage()
-    expect(await reader.loadFromCatalog("slugify")).toEqual({ name: "slugify", status: "loaded" })
+    expect(await reader.loadFromCatalog("slugify")).toEqual({ name: "slugify", status: "loaded", version_id: published.version_id })
     const after = reader.admission.usage()
     expect(after.versions - before.versions).toBe(1)
     expect(after.invocations - before.invocations).toBe(slugExamples("-").length)

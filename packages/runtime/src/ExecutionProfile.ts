@@ -204,6 +204,10 @@ export const effectivePolicy = (profile: ExecutionProfile, request: JitPolicy.Ji
   for (const field of permissions) {
     if (given[field] === true && !ceiling[field]) throw widens(profile, field, "the request asks for true")
   }
+  const catalogLevels = JitPolicy.SharedCatalogAccess.literals
+  if (typeof given.sharedCatalog === "string" && catalogLevels.indexOf(requested.sharedCatalog) > catalogLevels.indexOf(ceiling.sharedCatalog)) {
+    throw widens(profile, "sharedCatalog", `the request asks for "${requested.sharedCatalog}", more than its "${ceiling.sharedCatalog}"`)
+  }
   if (given.requireRootCoordinator === false && ceiling.requireRootCoordinator) {
     throw widens(profile, "requireRootCoordinator", "the request asks for false")
   }

@@ -138,8 +138,16 @@ describe("ExecutionProfile.effectivePolicy under a narrower profile (the interse
       provisioningTimeoutSeconds: 60,
       leaseLifetimeSeconds: 120,
       maximumTools: 3,
-      invocationTimeoutSeconds: 300
+      invocationTimeoutSeconds: 300,
+      sharedCatalog: "off"
     })
+  })
+
+  it("a profile decides how far its sessions' models reach the shared catalog; a request narrows it and never widens it", () => {
+    const loading = ExecutionProfile.make({ name: "agents", policy: { sharedCatalog: "load" } })
+    expect(ExecutionProfile.effectivePolicy(loading, {}).sharedCatalog).toBe("load")
+    expect(ExecutionProfile.effectivePolicy(loading, { sharedCatalog: "off" }).sharedCatalog).toBe("off")
+    expect(() => ExecutionProfile.effectivePolicy(loading, { sharedCatalog: "publish" })).toThrow(/policy\.sharedCatalog.*"publish", more than its "load"/)
   })
 
   it("a request narrowing maximumInvocations below the profile's concurrency narrows the concurrency with it", () => {
