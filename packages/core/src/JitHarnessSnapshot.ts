@@ -24,6 +24,7 @@ import * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import * as ParseIssues from "./ParseIssues.js"
 import * as Schema from "effect/Schema"
+import { ToolExample } from "./ToolRequest.js"
 import * as AtomicFile from "./AtomicFile.js"
 import * as CodePackage from "./CodePackage.js"
 import * as CodePoints from "./CodePoints.js"
@@ -142,6 +143,8 @@ export const CodeToolRecord = Schema.Struct({
   files: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   /** 003's duration class; absent means short. */
   duration: Schema.optional(Schema.Literal("short", "long")),
+  /** The examples the version passed when it was built (kept so it can be published); a restore does not run them. */
+  examples: Schema.optional(Schema.Array(ToolExample).pipe(Schema.maxItems(8))),
   ...Declared
 }).pipe(Schema.filter(checkPackage))
 

@@ -152,4 +152,16 @@ describe("SharedCatalog (embedded)", () => {
     expect(await catalogError(reader.loadFromCatalog("slugify", { version: published.version_id }))).toMatchObject({ reason: "Tampered" })
     expect(reader.listTools()).toEqual([])
   })
+
+  it("a snapshot keeps the examples a version passed, so a restored tool can still be published; restoring runs none of them", async () => {
+    const catalog = SharedCatalog.memory()
+    const writer = session(catalog, "writer")
+    await writer.createTool({ entrypoint: "slugify", source: slugify("-"), examples: slugExamples("-") })
+    const snapshot = writer.snapshot()
+    expect(snapshot.tools[0]?.examples).toEqual(slugExamples("-"))
+    const restored = await JitHarness.fromSnapshot(snapshot, { sessionId: "restored", catalog, policy: { maximumInvocations: 1, maximumConcurrentInvocations: 1, allowedLanguages: ["JavaScript"] } })
+    expect(restored.admission.usage().invocations).toBe(0)
+    const entry = await restored.publishTool("slugify")
+    expect(entry).toMatchObject({ version_id: writer.definition("slugify").version_id, examples: slugExamples("-"), provenance: { session_id: "restored" } })
+  })
 })

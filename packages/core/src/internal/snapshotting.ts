@@ -54,6 +54,7 @@ export const take = (registry: Registry): JitHarnessSnapshot.JitHarnessSnapshot 
         source: v.files[v.entryFile]!,
         ...(Object.keys(helpers).length > 0 ? { files: helpers } : {}),
         ...(v.duration === "long" ? { duration: v.duration } : {}),
+        ...(v.examples.length > 0 ? { examples: v.examples } : {}),
         ...v.declared
       })
     }

@@ -207,7 +207,7 @@ export class ToolChanges {
           entrypoint: record.entrypoint,
           files: CodePackage.check(record.name, record.language, { ...record.files, [entryFile]: record.source }),
           declared: declaredOf(record),
-          examples: undefined,
+          examples: record.examples,
           repair: null,
           duration: record.duration ?? "short"
         })

@@ -116,7 +116,8 @@ export class VersionBuilder {
         inflight: 0,
         retired: false
       }
-      for (const [index, example] of (examples ?? []).entries()) await this.example(name, version, index, example, repair !== null)
+      // a restored version keeps the examples it passed when it was built, without running them again
+      if (repair !== null) for (const [index, example] of (examples ?? []).entries()) await this.example(name, version, index, example, true)
       if (repair !== null) this.admission.commitVersion(repair)
       return version
     } catch (cause) {
