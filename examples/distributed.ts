@@ -17,11 +17,9 @@
  *
  * Run: pnpm demo:distributed
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { HarnessError, tool } from "@jitbox/core"
 import { createAgent, InMemoryMessageAccumulator, JitHarnessExtension, type ModelProvider, ScriptedModel } from "@jitbox/agent"
 import { NatsConnection, NatsTransport } from "@jitbox/nats"
@@ -32,8 +30,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
+import { jitbox, type JitboxProcess } from "./jitboxProcess.js"
 
-const jitboxBin = fileURLToPath(new URL("../packages/cli/src/bin.ts", import.meta.url))
 const namespace = "demo"
 const workerIds = ["worker-a", "worker-b"] as const
 
@@ -86,41 +84,6 @@ const builder = (): ModelProvider.ModelProvider =>
     if (last.toolCallId === "call_quadruple") return call("call_use", "quadruple", { value: 21 })
     return `quadruple(21) = ${last.content}`
   })
-
-/** A `jitbox` command in its own process, its stdout kept as lines. */
-interface JitboxProcess {
-  readonly name: string
-  readonly child: ChildProcess
-  readonly lines: Array<string>
-  readonly ready: Promise<string>
-  readonly exited: Promise<number | null>
-}
-
-const jitbox = (name: string, args: ReadonlyArray<string>, env: Record<string, string>): JitboxProcess => {
-  // the same node flags as this process (the sources through tsx, or the build)
-  const child = spawn(process.execPath, [...process.execArgv, jitboxBin, ...args], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "inherit"]
-  })
-  const lines: Array<string> = []
-  let partial = ""
-  let onReady: (line: string) => void = () => {}
-  const exited = new Promise<number | null>((resolve) => child.once("close", resolve))
-  const ready = new Promise<string>((resolve, reject) => {
-    onReady = resolve
-    void exited.then((code) => reject(new Error(`${name} exited (${code}) before it was ready`)))
-  })
-  ready.catch(() => {})
-  child.stdout!.on("data", (chunk: Buffer) => {
-    const parts = (partial + chunk.toString()).split("\n")
-    partial = parts.pop()!
-    for (const line of parts) {
-      lines.push(line)
-      if (line.startsWith("ready ")) onReady(line)
-    }
-  })
-  return { name, child, lines, ready, exited }
-}
 
 /** `worker-a ran: quadruple, double` for each worker, from its invocation lines. */
 const ranBy = (worker: JitboxProcess): Array<string> =>
