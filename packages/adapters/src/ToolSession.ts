@@ -51,8 +51,14 @@ export const offered = async (session: ToolSession, options: ToolSessionOptions 
 export const description = (tool: SessionTool): string =>
   tool.guidelines === null ? tool.description : `${tool.description}\n\nGuidelines: ${tool.guidelines}`
 
-/** A tool's parameters as a JSON Schema of an object (what function calling requires). @since 0.1.0 @category getters */
-export const parameters = (tool: SessionTool): Record<string, unknown> => ({ ...tool.parameters, type: "object" })
+/**
+ * A tool's parameters as a JSON Schema of an object (what function calling requires): a copy of
+ * its own, since validators annotate the schemas they are given and the session's are frozen.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
+export const parameters = (tool: SessionTool): Record<string, unknown> => ({ ...structuredClone(tool.parameters), type: "object" })
 
 /**
  * The options of one call: the conversation's tool-call id when it has one, and its abort signal.
