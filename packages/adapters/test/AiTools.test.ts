@@ -4,26 +4,14 @@
  * tool-error, composes a second tool from it and reuses it, each new tool offered on the very next
  * step; management tools only when asked; a tool unloaded is gone; an abort cancels the call.
  */
-import { JitHarness } from "@jitbox/core"
 import { generateText, stepCountIs, tool, jsonSchema } from "ai"
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { sessionTools, ToolCallFailed } from "../src/ai.js"
 import { ToolSession } from "../src/index.js"
-import { add, conversation, create, expectedSeen, slowSource, waitUntil } from "./fixtures.js"
+import { conversation, create, expectedSeen, namesOf, slowSource, useHarnesses, waitUntil, watchStart } from "./fixtures.js"
 import { scriptedAiModel } from "./scriptedAiModel.js"
 
-const harnesses: Array<JitHarness> = []
-const harness = (sessionId: string): JitHarness => {
-  const made = new JitHarness({ sessionId, tools: [add] })
-  harnesses.push(made)
-  return made
-}
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((made) => made.release()))
-})
-
-const namesOf = async (session: JitHarness): Promise<Array<string>> =>
-  (await session.definitions(ToolSession.protocol)).tools.map((tool) => tool.name)
+const harness = useHarnesses()
 
 describe("@jitbox/adapters/ai on a local session", () => {
   it("create → call → fail → compose → reuse, each change offered on the next step", async () => {
@@ -76,15 +64,12 @@ describe("@jitbox/adapters/ai on a local session", () => {
     const toolset = await sessionTools(session)
     const controller = new AbortController()
     const { model } = scriptedAiModel([{ call: "slow", args: { ms: 20_000 } }, { answer: "waited" }])
-    let started = false
-    const stop = session.events.listen((event) => {
-      if (event.name === "jit_tool_started" && event.payload.tool_name === "slow") started = true
-    })
+    const slow = watchStart(session, "slow")
     const generation = generateText({ model, tools: toolset.tools, prepareStep: toolset.prepareStep, prompt: "Wait.", stopWhen: stepCountIs(5), abortSignal: controller.signal })
     const settled = generation.then(() => "resolved", () => "rejected")
-    await waitUntil("the slow call starts", () => started)
+    await waitUntil("the slow call starts", slow.started)
     controller.abort()
-    stop()
+    slow.stop()
     expect(await settled).toBe("rejected")
     await waitUntil("the record says cancelled", () => session.profile("slow").calls.some((call) => call.status === "cancelled"))
   })

@@ -5,27 +5,15 @@
  * the very next step; management tools only when asked; bare invocations; an abort of the graph
  * cancels the running call.
  */
-import { JitHarness } from "@jitbox/core"
 import { HumanMessage, ToolMessage } from "@langchain/core/messages"
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { ToolSession } from "../src/index.js"
 import { sessionToolkit, ToolCallFailed } from "../src/langchain.js"
 import { agentGraph } from "./agentGraph.js"
-import { add, conversation, create, expectedSeen, slowSource, waitUntil } from "./fixtures.js"
+import { conversation, create, expectedSeen, namesOf, slowSource, useHarnesses, waitUntil, watchStart } from "./fixtures.js"
 import { scriptedChatModel } from "./scriptedChatModel.js"
 
-const harnesses: Array<JitHarness> = []
-const harness = (sessionId: string): JitHarness => {
-  const made = new JitHarness({ sessionId, tools: [add] })
-  harnesses.push(made)
-  return made
-}
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((made) => made.release()))
-})
-
-const namesOf = async (session: JitHarness): Promise<Array<string>> =>
-  (await session.definitions(ToolSession.protocol)).tools.map((tool) => tool.name)
+const harness = useHarnesses()
 
 describe("@jitbox/adapters/langchain on a local session", () => {
   it("a LangGraph agent: create → call → fail → compose → reuse, each change bound on the next step", async () => {
@@ -75,17 +63,14 @@ describe("@jitbox/adapters/langchain on a local session", () => {
     const session = harness("lc_cancel")
     await session.callTool("create_tool", create("slow", slowSource))
     const toolkit = await sessionToolkit(session)
-    let started = false
-    const stop = session.events.listen((event) => {
-      if (event.name === "jit_tool_started" && event.payload.tool_name === "slow") started = true
-    })
+    const slow = watchStart(session, "slow")
     const controller = new AbortController()
     const model = scriptedChatModel([{ call: "slow", args: { ms: 20_000 } }, { answer: "waited" }])
     const run = agentGraph(model, toolkit).invoke({ messages: [new HumanMessage("Wait.")] }, { signal: controller.signal })
     const settled = run.then(() => "resolved", () => "rejected")
-    await waitUntil("the slow call starts", () => started)
+    await waitUntil("the slow call starts", slow.started)
     controller.abort()
-    stop()
+    slow.stop()
     expect(await settled).toBe("rejected")
     await waitUntil("the record says cancelled", () => session.profile("slow").calls.some((call) => call.status === "cancelled"))
   })

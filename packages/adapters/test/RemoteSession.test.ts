@@ -11,10 +11,9 @@ import { generateText, stepCountIs } from "ai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { useBaseToolHost } from "../../nats/test/fixtures/baseToolHost.js"
 import { sessionTools } from "../src/ai.js"
-import { ToolSession } from "../src/index.js"
 import { sessionToolkit } from "../src/langchain.js"
 import { agentGraph } from "./agentGraph.js"
-import { add, conversation, create, expectedSeen, waitUntil } from "./fixtures.js"
+import { add, conversation, create, expectedSeen, namesOf, waitUntil } from "./fixtures.js"
 import { scriptedAiModel } from "./scriptedAiModel.js"
 import { scriptedChatModel } from "./scriptedChatModel.js"
 
@@ -41,8 +40,6 @@ const noteThenWaitSource = `export const slow = tool({
 })`
 
 const remote = (sessionId: string) => client!.session(sessionId)
-const namesOf = async (session: ToolSession.ToolSession): Promise<Array<string>> =>
-  (await session.definitions(ToolSession.protocol)).tools.map((tool) => tool.name)
 
 describe("the adapters on a remote session over NATS", () => {
   it("AI SDK: create → call → fail → compose → reuse, each change offered on the next step", async () => {

@@ -3,8 +3,10 @@
  * model creates `double`, calls it, sees it fail, creates `quadruple` that composes `double`, and
  * reuses it), what the model saw on each step, and the base tool of the sessions.
  */
-import { tool } from "@jitbox/core"
+import { JitHarness, tool } from "@jitbox/core"
+import { afterEach } from "vitest"
 import { create, doubleSource, quadrupleSource } from "../../mcp/test/fixtures.js"
+import { ToolSession } from "../src/index.js"
 
 export { create, slowSource, waitUntil } from "../../mcp/test/fixtures.js"
 
@@ -15,6 +17,32 @@ export const add = tool({
   guidelines: "Use to add.",
   parameters: { type: "object", properties: { left: { type: "number" }, right: { type: "number" } }, required: ["left", "right"] }
 }, ({ left, right }: { left: number; right: number }) => left + right)
+
+/** Makes harnesses with `add` for the test file, released after each test. */
+export const useHarnesses = (): (sessionId: string) => JitHarness => {
+  const made: Array<JitHarness> = []
+  afterEach(async () => {
+    await Promise.all(made.splice(0).map((harness) => harness.release()))
+  })
+  return (sessionId) => {
+    const harness = new JitHarness({ sessionId, tools: [add] })
+    made.push(harness)
+    return harness
+  }
+}
+
+/** The names of the tools a session offers, the management tools included. */
+export const namesOf = async (session: ToolSession.ToolSession): Promise<Array<string>> =>
+  (await session.definitions(ToolSession.protocol)).tools.map((tool) => tool.name)
+
+/** Whether a call of `name` has started in `harness`, as its events say; `stop` stops following them. */
+export const watchStart = (harness: JitHarness, name: string): { readonly started: () => boolean; readonly stop: () => void } => {
+  let started = false
+  const stop = harness.events.listen((event) => {
+    if (event.name === "jit_tool_started" && event.payload.tool_name === name) started = true
+  })
+  return { started: () => started, stop }
+}
 
 /** One model turn: a tool call, or the final answer. */
 export type Step =
