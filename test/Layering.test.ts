@@ -1,7 +1,9 @@
 /**
  * The package boundaries the design draws: @jitbox/nats is the only package that imports
  * `@nats-io/*` (in its sources or its manifest), and neither core nor runtime imports @jitbox/nats.
- * The runtime's actors talk to the Transport service, so they run on either layer.
+ * The runtime's actors talk to the Transport service, so they run on either layer. Each entry of
+ * @jitbox/adapters reaches only its own library (its peers are optional: `@jitbox/adapters/ai`
+ * must load without LangChain installed, and the other way round).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -49,5 +51,24 @@ describe("package layering", () => {
       )
     )
     expect(offenders).toEqual([])
+  })
+
+  it("each entry of @jitbox/adapters reaches only its own library", () => {
+    const src = path.join(root, "packages", "adapters", "src")
+    const libraries = (file: string, seen = new Set<string>()): Set<string> => {
+      const found = new Set<string>()
+      if (seen.has(file)) return found
+      seen.add(file)
+      for (const specifier of specifiers(file)) {
+        if (specifier.startsWith(".")) {
+          for (const library of libraries(path.resolve(path.dirname(file), specifier.replace(/\.js$/, ".ts")), seen)) found.add(library)
+        } else if (specifier === "ai" || specifier.startsWith("ai/")) found.add("ai")
+        else if (specifier.startsWith("@langchain/")) found.add("@langchain")
+      }
+      return found
+    }
+    expect([...libraries(path.join(src, "index.ts"))]).toEqual([])
+    expect([...libraries(path.join(src, "ai.ts"))]).toEqual(["ai"])
+    expect([...libraries(path.join(src, "langchain.ts"))]).toEqual(["@langchain"])
   })
 })

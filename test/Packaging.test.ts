@@ -4,7 +4,8 @@
  * third-party dependencies from the registry), and `node` runs a small program there that uses
  * @jitbox/core, @jitbox/sandbox, @jitbox/agent, @jitbox/runtime, @jitbox/nats, @jitbox/testing
  * (a request over the in-memory transport and over a real nats-server), @jitbox/bench, @jitbox/mcp and
- * @jitbox/otel (packed and installed: @jitbox/cli depends on them) and @jitbox/cli as any consumer
+ * @jitbox/otel (packed and installed: @jitbox/cli depends on them), @jitbox/cli, and @jitbox/adapters
+ * (with its optional peers `ai` and `@langchain/core` installed beside it) as any consumer
  * would: no workspace links, no `@jitbox/source` condition, only what the tarballs contain; the
  * installed `jitbox` binary runs too. The workspace's TypeScript
  * type-checks the same program (strict, NodeNext, declaration files included), so broken `.d.ts`
@@ -37,7 +38,7 @@ const bundleSnapshot = {
     { name: "add", language: "python", entrypoint: "add", source: `from jitbox import tool\n\n@tool(description="Add two numbers.", guidelines="Use to add.")\ndef add(a: int, b: int) -> int:\n    return a + b\n` }
   ]
 }
-const packageNames = ["core", "agent", "sandbox", "runtime", "nats", "testing", "bench", "mcp", "otel", "cli"] as const
+const packageNames = ["core", "agent", "sandbox", "runtime", "nats", "testing", "bench", "mcp", "otel", "cli", "adapters"] as const
 type PackageName = typeof packageNames[number]
 const packageDir = (name: PackageName) => path.join(root, "packages", name)
 const tsc = createRequire(path.join(root, "package.json")).resolve("typescript/bin/tsc")
@@ -80,6 +81,10 @@ import { Ids, MemoryTransport, Subject, Transport } from "@jitbox/runtime"
 import { connect, NatsConnection, NatsTransport } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
 import { Cli } from "@jitbox/cli"
+import { sessionTools } from "@jitbox/adapters/ai"
+import { sessionToolkit } from "@jitbox/adapters/langchain"
+import { generateText, stepCountIs } from "ai"
+import { MockLanguageModelV3 } from "ai/test"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
@@ -179,6 +184,32 @@ try {
 
 // 5. The jitbox command's module: its version, as \`jitbox --version\` prints it.
 print("cli version", Cli.version)
+
+// 6. The orchestrator adapters: the session's tools as AI SDK tools, driven by the SDK's mock
+// model through create_tool and the new tool, and as LangChain tools.
+const orchestrated = new JitHarness({ sessionId: "orchestrated", tools: [add] })
+const toolset = await sessionTools(orchestrated, { management: true })
+const usage = { inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 0, text: 0, reasoning: 0 } }
+const mock = new MockLanguageModelV3({
+  doGenerate: [
+    {
+      content: [{ type: "tool-call", toolCallId: "call_create", toolName: "create_tool", input: JSON.stringify({ entrypoint: "twice", source: twiceSource }) }],
+      finishReason: { unified: "tool-calls", raw: undefined }, usage, warnings: []
+    },
+    {
+      content: [{ type: "tool-call", toolCallId: "call_twice", toolName: "twice", input: JSON.stringify({ value: 21 }) }],
+      finishReason: { unified: "tool-calls", raw: undefined }, usage, warnings: []
+    },
+    { content: [{ type: "text", text: "twice(21) = 42" }], finishReason: { unified: "stop", raw: undefined }, usage, warnings: [] }
+  ]
+})
+const generated = await generateText({ model: mock, tools: toolset.tools, prepareStep: toolset.prepareStep, prompt: "Build twice and use it on 21.", stopWhen: stepCountIs(5) })
+print("ai sdk answer", generated.text)
+print("ai sdk tool results", generated.steps.flatMap((step) => step.toolResults.map((result) => result.output)))
+const toolkit = await sessionToolkit(orchestrated)
+print("langchain tools", toolkit.getTools().map((tool) => tool.name).sort())
+print("langchain twice(4)", await toolkit.tools.find((tool) => tool.name === "twice")?.invoke({ value: 4 }))
+await orchestrated.release()
 `
 
 const expectedOutput = [
@@ -194,7 +225,11 @@ const expectedOutput = [
   `memory transport: "echo:hi"`,
   `nats transport: "echo:hi"`,
   `nats connect: ["TransportError","NoResponders"]`,
-  `cli version: "0.1.0"`
+  `cli version: "0.1.0"`,
+  `ai sdk answer: "twice(21) = 42"`,
+  `ai sdk tool results: [{"name":"twice","status":"loaded"},42]`,
+  `langchain tools: ["add","twice"]`,
+  `langchain twice(4): "8"`
 ]
 
 /** What a consumer's strict TypeScript sees: declaration files are checked too (`skipLibCheck: false`). */
@@ -273,13 +308,19 @@ describe("the packed packages in a project outside the repository", () => {
     const nodeTypes = JSON.parse(fs.readFileSync(path.join(root, "node_modules/@types/node/package.json"), "utf8")).version as string
     // A consumer of the runtime writes Effect programs, so it depends on effect itself (the version the packages use).
     const effectVersion = JSON.parse(fs.readFileSync(path.join(packageDir("runtime"), "package.json"), "utf8")).dependencies.effect as string
+    // The adapters' libraries are optional peers: a consumer installs the one it uses (the versions the adapters are tested with).
+    const adapterLibraries = JSON.parse(fs.readFileSync(path.join(packageDir("adapters"), "package.json"), "utf8")).devDependencies as Record<string, string>
     await run("npm", [
       "install",
       "--no-audit",
       "--no-fund",
       ...packageNames.map((name) => packed.get(name)!.tarball),
       `@types/node@${nodeTypes}`,
-      `effect@${effectVersion}`
+      `effect@${effectVersion}`,
+      `ai@${adapterLibraries["ai"]}`,
+      `@langchain/core@${adapterLibraries["@langchain/core"]}`,
+      // the AI SDK's declarations import the types of `json-schema`, which it does not bring (seen with skipLibCheck off)
+      "@types/json-schema@7.0.15"
     ], { cwd: project, timeoutMs: 200_000 })
   }, 300_000)
 
@@ -327,7 +368,8 @@ describe("the packed packages in a project outside the repository", () => {
       bench: ["core", "sandbox", "runtime", "nats"],
       mcp: ["core"],
       otel: ["core", "runtime"],
-      cli: ["core", "runtime", "nats", "bench", "mcp", "otel"]
+      cli: ["core", "runtime", "nats", "bench", "mcp", "otel"],
+      adapters: ["core"]
     }
     for (const dependency of jitboxDependencies[name]) {
       expect(manifest.dependencies[`@jitbox/${dependency}`]).toBe(versionOf(dependency))
@@ -373,7 +415,7 @@ describe("the packed packages in a project outside the repository", () => {
     }
   }, 240_000)
 
-  it("node runs a program that uses core, sandbox, agent, runtime, nats, testing and cli", async () => {
+  it("node runs a program that uses core, sandbox, agent, runtime, nats, testing, cli and adapters", async () => {
     const { stdout } = await run(process.execPath, ["main.js"], { cwd: path.join(work!, "project"), timeoutMs: 120_000 })
     expect(stdout.trimEnd().split("\n")).toEqual(expectedOutput)
   }, 150_000)

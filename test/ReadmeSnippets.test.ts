@@ -4,8 +4,9 @@
  * git) and type-checked there by the workspace's TypeScript, with the settings a consumer would use:
  * `strict`, `module` / `moduleResolution` `NodeNext`, `noEmit`, `skipLibCheck`. `@jitbox/*` resolve
  * through the workspace's node_modules with the `@jitbox/source` condition (the TypeScript sources,
- * so no build is needed first); third-party packages the jitbox packages depend on (`effect`, say)
- * are linked into test/.snippets/node_modules from the package that depends on them.
+ * so no build is needed first); third-party packages the jitbox packages depend on (`effect`, say),
+ * and those they take as peers or develop with (`ai` and `@langchain/*` for the adapters' examples),
+ * are linked into test/.snippets/node_modules from the package that has them.
  *
  * Each block is a module of its own (`.mts`, so top-level await works): it must import and define
  * what it uses. A fragment that cannot stand alone opts out with a marker on its fence line,
@@ -94,18 +95,27 @@ const compilerOptions = {
   skipLibCheck: true
 } as const
 
+interface Manifest {
+  readonly dependencies?: Record<string, string>
+  readonly peerDependencies?: Record<string, string>
+  readonly devDependencies?: Record<string, string>
+}
+
 /**
  * Third-party packages a snippet may import that the workspace root does not have: every
- * dependency of the jitbox packages, linked from the package that has it.
+ * dependency of the jitbox packages, then their peer dependencies (an adapter's library) and
+ * development dependencies (what an example uses alongside, LangGraph say), linked from the
+ * package that has it.
  */
 const linkDependencies = (): void => {
   const modules = path.join(snippetDir, "node_modules")
   fs.mkdirSync(modules, { recursive: true })
-  for (const pkg of fs.readdirSync(path.join(root, "packages"))) {
-    const manifest = path.join(root, "packages", pkg, "package.json")
-    if (!fs.existsSync(manifest)) continue
-    const { dependencies = {} } = JSON.parse(fs.readFileSync(manifest, "utf8")) as { dependencies?: Record<string, string> }
-    for (const name of Object.keys(dependencies)) {
+  const manifests = fs.readdirSync(path.join(root, "packages"))
+    .filter((pkg) => fs.existsSync(path.join(root, "packages", pkg, "package.json")))
+    .map((pkg) => [pkg, JSON.parse(fs.readFileSync(path.join(root, "packages", pkg, "package.json"), "utf8")) as Manifest] as const)
+  const kinds = ["dependencies", "peerDependencies", "devDependencies"] as const
+  for (const kind of kinds) for (const [pkg, manifest] of manifests) {
+    for (const name of Object.keys(manifest[kind] ?? {})) {
       if (name.startsWith("@jitbox/") || fs.existsSync(path.join(root, "node_modules", name))) continue
       const link = path.join(modules, name)
       const target = path.join(root, "packages", pkg, "node_modules", name)
