@@ -1087,7 +1087,9 @@ const cliSection = (cli: CliResult | undefined): Array<string> =>
     ...Object.entries(cli.depths).map(([d, x]) => `| ${d} | ${x.p50_us} | ${x.p90_us} | ${x.samples} |`),
     "",
     `Sandbox children the two workers started (their /readyz \`childrenStarted\`): ${cli.children_started.before_warmup} before the warm-up, ${cli.children_started.before_timed} after it, ${cli.children_started.after_timed} after ${cli.children_started.timed_calls} timed calls.`,
-    `The sandbox user (uid ${cli.sandbox_tasks.uid ?? "–"}) had ${cli.sandbox_tasks.processes} processes, ${cli.sandbox_tasks.tasks} tasks (processes and threads; ${cli.sandbox_tasks.tasks_per_child ?? "–"} a process) against RLIMIT_NPROC ${cli.sandbox_tasks.limit ?? "unlimited"}.`,
+    `The sandbox user (uid ${cli.sandbox_tasks.uid ?? "–"}) then had ${cli.sandbox_tasks.workers_processes} processes and ${cli.sandbox_tasks.workers_tasks} tasks (processes and threads) below the two workers,`,
+    `${cli.sandbox_tasks.machine_processes} processes and ${cli.sandbox_tasks.machine_tasks} tasks on the whole machine, against its RLIMIT_NPROC of ${cli.sandbox_tasks.limit ?? "unlimited"}`,
+    `(a limit of the uid, shared by every sandbox on the machine). ${cli.sandbox_tasks.tasks_per_child ?? "–"} tasks a warm child: two workers' default warm pools, full, would hold ${cli.sandbox_tasks.two_default_pools_full_tasks ?? "–"}.`,
     ""
   ]
 

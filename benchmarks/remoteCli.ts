@@ -14,7 +14,7 @@
  *   children of every worker of the machine run as that one uid, so their tasks share one limit.
  */
 import { NatsConnection, NatsTransport } from "@jitbox/nats"
-import { Ids, RemoteSession, Subject } from "@jitbox/runtime"
+import { Ids, RemoteSession, Subject, Worker } from "@jitbox/runtime"
 import { Measure } from "@jitbox/bench"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -52,14 +52,21 @@ export interface CliResult {
   readonly commands: ReadonlyArray<string>
 }
 
-/** The sandbox user's processes and threads on the machine, and its RLIMIT_NPROC. */
+/**
+ * The sandbox user's processes and tasks (processes and threads): below the two workers, and on the
+ * whole machine (every sandbox of every jitbox there runs as that uid); and its RLIMIT_NPROC.
+ */
 export interface SandboxTasks {
   readonly uid: number | null
-  readonly processes: number
-  readonly tasks: number
-  readonly tasks_per_child: number | null
+  readonly workers_processes: number
+  readonly workers_tasks: number
+  readonly machine_processes: number
+  readonly machine_tasks: number
   readonly limit: number | null
-  readonly warm_children_now: number
+  /** Tasks per warm child (the workers' tasks over the children they started, none retired while warm). */
+  readonly tasks_per_child: number | null
+  /** Tasks of two workers with their default warm pools full (`Worker.defaults.concurrency × chainLevels` children each). */
+  readonly two_default_pools_full_tasks: number | null
 }
 
 const ReadyReport = Schema.Struct({ serves: Schema.Struct({ childrenStarted: Schema.Number }) })
@@ -103,29 +110,27 @@ const processLimit = (pid: number): number | null => {
 }
 
 /** The uid the workers' children run as (the first below them that is not this process's), its tasks on the machine and its limit. */
-const sandboxTasks = (workers: ReadonlyArray<number>): SandboxTasks => {
+const sandboxTasks = (workers: ReadonlyArray<number>, children: number): SandboxTasks => {
+  const uidOf = (fields: Map<string, string>) => Number(fields.get("Uid")?.split(/\s+/)[0] ?? -1)
   const own = process.getuid?.() ?? 0
   const below = workers.flatMap(descendants)
-  const child = below.find((pid) => Number(status(pid).get("Uid")?.split(/\s+/)[0] ?? own) !== own)
-  const uid = child === undefined ? null : Number(status(child).get("Uid")!.split(/\s+/)[0])
-  let processes = 0
-  let tasks = 0
-  if (uid !== null) {
-    for (const entry of fs.readdirSync("/proc")) {
-      if (!/^\d+$/.test(entry)) continue
-      const fields = status(Number(entry))
-      if (Number(fields.get("Uid")?.split(/\s+/)[0]) !== uid) continue
-      processes++
-      tasks += Number(fields.get("Threads") ?? 1)
-    }
+  const child = below.find((pid) => uidOf(status(pid)) !== own)
+  const uid = child === undefined ? null : uidOf(status(child))
+  const count = (pids: ReadonlyArray<number>) => {
+    const mine = pids.map(status).filter((fields) => uidOf(fields) === uid)
+    return { processes: mine.length, tasks: mine.reduce((n, fields) => n + Number(fields.get("Threads") ?? 1), 0) }
   }
+  const onWorkers = count(below)
+  const onMachine = count(fs.readdirSync("/proc").filter((entry) => /^\d+$/.test(entry)).map(Number))
   return {
     uid,
-    processes,
-    tasks,
-    tasks_per_child: processes === 0 ? null : round(tasks / processes, 2),
+    workers_processes: onWorkers.processes,
+    workers_tasks: onWorkers.tasks,
+    machine_processes: onMachine.processes,
+    machine_tasks: onMachine.tasks,
     limit: child === undefined ? null : processLimit(child),
-    warm_children_now: processes
+    tasks_per_child: children === 0 ? null : round(onWorkers.tasks / children, 2),
+    two_default_pools_full_tasks: children === 0 ? null : Math.round(onWorkers.tasks / children * 2 * Worker.defaults.concurrency * Worker.defaults.chainLevels)
   }
 }
 
@@ -140,7 +145,9 @@ const startCommands = async (server: string, namespace: string, directory: strin
     ["worker", "--health-port", "0"],
     ["sessions", "--profile", profile.name, "--deployment-consent"]
   ]
-  const settled = await Promise.allSettled(commands.map((args) => startCommand([bin, ...args], env, /^ready /m)))
+  const start = (args: ReadonlyArray<string>) => startCommand([bin, ...args], env, /^ready /m)
+  // the coordinator first: the session host checks its profile with it
+  const settled = [await Promise.allSettled([start(commands[0]!)]), await Promise.allSettled(commands.slice(1).map(start))].flat()
   const started = settled.flatMap((s) => s.status === "fulfilled" ? [s.value] : [])
   const failed = settled.find((s) => s.status === "rejected")
   if (failed !== undefined) {
@@ -182,7 +189,7 @@ export const runCli = async (options: { readonly server: string; readonly sample
       beforeTimed = await childrenStarted(running.health)
     })
     const afterTimed = await childrenStarted(running.health)
-    const tasks = sandboxTasks(running.workers.map(({ child }) => child.pid!))
+    const tasks = sandboxTasks(running.workers.map(({ child }) => child.pid!), afterTimed)
     const p50 = byDepth.map((s) => quantile(s, 0.5) * 1000)
     const timedCalls = options.samples * tools.length
     return {
