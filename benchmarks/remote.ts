@@ -5,7 +5,11 @@
  *   (benchmarks/remoteRawResponder.ts) that hands the request over a pipe to one warm raw child,
  *   launched as the sandbox launches a JavaScript tool's child (prlimit, bubblewrap, seccomp,
  *   permission flags, uid, scrubbed environment), running a JSON-lines echo loop, and replies with
- *   the child's answer: NATS and a subprocess, no jitbox code.
+ *   the child's answer: NATS and a subprocess, no jitbox code. At 64 in flight this floor pipelines
+ *   every request into its one child.
+ * - **raw floor with jitbox's isolation**: the same responder process answering on another subject
+ *   through as many raw children as the echo pool keeps warm (2), each given one request at a time
+ *   (`ExclusiveChildren`), as a worker runs one invocation per sandboxed child at a time.
  * - **jitbox**: a session hosted here (`Sessions` + `RemoteCodeRunner` over `NatsTransport`, with
  *   each session admitted through `Sessions`' `admission` (a `LeasedAdmission` lease from a
  *   `Coordinator` on a JetStream KV ledger) and a `StreamPublisher`) calls a
@@ -14,17 +18,22 @@
  *   lease, dispatch, profiling record, events, worker, sandbox and back.
  *
  * Cases: latency with 1 call in flight (raw and jitbox samples interleaved one by one, the order
- * alternating); throughput with 64 calls in flight (raw and jitbox alternate in timed rounds);
+ * alternating); throughput with 64 calls in flight (both floors and jitbox take turns in timed
+ * rounds, the order rotating);
  * composition (a code tool calling a code tool calling a base tool: NATS requests per outer call,
  * counted on a `>` subscription, and µs per nesting level, depths 0, 1 and 2 interleaved); scale-out
  * (a tool burning about 10 ms of CPU, one worker process against two, rounds alternating). Each
  * round opens a new jitbox session (a fresh lease: a policy allows at most 6,400 invocations per
- * session) and warms it up before it is timed.
+ * session) and warms it up before it is timed. Last, the `jitbox` command itself with default flags
+ * (benchmarks/remoteCli.ts): a coordinator, two workers and a session host as processes, tools
+ * composing at depths 0, 1, 2, and the sandbox children its workers start per warm call.
  *
  * Each case also reads, from /proc, the CPU time and the read / write system calls of every process
  * (this one, nats-server, the workers and their sandbox children, the raw responder and its
- * child), per call. Scale-out is set beside the machine's own: the same loop in one and in two
- * threads, no jitbox, interleaved with the workers' rounds (the machine is shared).
+ * child), per call; and the whole system's CPU per call at 64 in flight: this process and every
+ * process below it, reaped children included (`ProcessCpu`). Scale-out is set beside the machine's
+ * own: the same loop in one and in two threads, no jitbox, interleaved with the workers' rounds (the
+ * machine is shared); its target is a share of the machine's ratio.
  *
  * The lease grants the coordinator's default number of invocations at a time (BENCH_GRANT sets
  * another: with 64, an earlier default, a lease ran dry at 64 calls in flight and calls were refused
@@ -35,7 +44,7 @@
  * are no results yet). `--quick` is a short smoke run that writes nothing; so does a run of some phases.
  *
  * Run: pnpm bench:remote   (BENCH_ROUNDS, BENCH_LATENCY_PAIRS, BENCH_THROUGHPUT_MS,
- * BENCH_COMPOSITION, BENCH_SCALE_MS, BENCH_PHASES=latency,throughput,composition,scale, BENCH_LABEL,
+ * BENCH_COMPOSITION, BENCH_SCALE_MS, BENCH_CLI_SAMPLES, BENCH_PHASES=latency,throughput,composition,scale,cli, BENCH_LABEL,
  * BENCH_CODE, BENCH_GRANT; BENCH_DEBUG=1 prints per-call CPU and system calls of each round.
  * For finding where the time goes: BENCH_PHASES=parts times the echo call with and without the lease
  * and the stream publisher, interleaved (BENCH_PROFILE_IN_FLIGHT calls in flight, default 1);
@@ -948,6 +957,7 @@ const main = async () => {
           exclusive_children: pools.default.maximumRuntimeEnvironments,
           whole_system_cpu_per_call_us: cpuUs,
           raw_per_call: perCall(usageTotal(thr.raw.map((x) => x.usage)), sum(thr.raw.map((x) => x.calls))),
+          exclusive_per_call: perCall(usageTotal(thr.exclusive.map((x) => x.usage)), sum(thr.exclusive.map((x) => x.calls))),
           jitbox_per_call: perCall(usageTotal(thr.jitbox.map((x) => x.usage)), sum(thr.jitbox.map((x) => x.calls)))
         }
         : undefined,
@@ -1117,6 +1127,7 @@ const markdown = (report: {
     exclusive_children: number
     whole_system_cpu_per_call_us: Record<"raw" | "exclusive" | "jitbox", number | null>
     raw_per_call: PerCall
+    exclusive_per_call: PerCall
     jitbox_per_call: PerCall
   } | undefined
   composition?: { depths: Record<string, Latency & { messages_per_call?: Record<string, number> }>; raw_messages_per_call?: Record<string, number> | undefined; us_per_level: ReadonlyArray<number> } | undefined
@@ -1148,8 +1159,6 @@ const markdown = (report: {
     "",
     `Latest run: ${report.date} on ${report.commit}, Node ${report.host.node}, ${report.host.cpus} CPUs, load average ${report.host.loadavg_before.join(" ")} before, ${report.host.loadavg_after.join(" ")} after.`,
     "",
-    "| figure | value | target |",
-    "|---|---:|---:|",
     ...figureRows(report),
     "",
     "## Latency, 1 in flight",
@@ -1182,7 +1191,7 @@ const markdown = (report: {
     "",
     "Per call, by process:",
     "",
-    usageTable({ raw: t.raw_per_call, jitbox: t.jitbox_per_call }),
+    usageTable({ raw: t.raw_per_call, "one call per child": t.exclusive_per_call, jitbox: t.jitbox_per_call }),
     "",
     "## Composition",
     "",

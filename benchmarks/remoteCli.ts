@@ -155,7 +155,8 @@ const startCommands = async (server: string, namespace: string, directory: strin
     throw (failed as PromiseRejectedResult).reason
   }
   const workers = [started[1]!, started[2]!]
-  return { started, commands: commands.map((args) => `jitbox ${args.join(" ")}`), workers, health: workers.map(healthUrl) }
+  const shown = commands.map((args) => `jitbox ${args.join(" ").replace(profiles, "profiles.json")}`)
+  return { started, commands: shown, workers, health: workers.map(healthUrl) }
 }
 
 /** Calls `cli0`, `cli1`, `cli2` in turn (the first depth rotating), `warmup + samples` times each; the timed samples by depth, ms. */
