@@ -3,36 +3,13 @@
  * exits, on success, failure or a signal, unless it was stopped before.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import * as fs from "node:fs"
 import * as path from "node:path"
+import { ProcessCpu } from "@jitbox/bench"
+
+const { descendants } = ProcessCpu
 
 const started = new Set<ChildProcess>()
 const here = path.dirname(new URL(import.meta.url).pathname)
-
-/** Pids of the processes below `root`, from /proc. */
-export const descendants = (root: number): Array<number> => {
-  const children = new Map<number, Array<number>>()
-  for (const entry of fs.readdirSync("/proc")) {
-    const pid = Number(entry)
-    if (!Number.isInteger(pid)) continue
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
-      children.set(ppid, [...(children.get(ppid) ?? []), pid])
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: Array<number> = []
-  const walk = (pid: number) => {
-    for (const child of children.get(pid) ?? []) {
-      out.push(child)
-      walk(child)
-    }
-  }
-  walk(root)
-  return out
-}
 
 export const killTree = (child: ChildProcess) => {
   const below = child.pid === undefined ? [] : descendants(child.pid)

@@ -79,10 +79,11 @@ import { Worker as Thread } from "node:worker_threads"
 import type { PoolSpec } from "./remoteWorker.js"
 import { Measure, ProcessCpu } from "@jitbox/bench"
 import { previous, resultsDir } from "./output.js"
-import { descendants, killAll, startProcess, stopProcess } from "./processes.js"
+import { killAll, startProcess, stopProcess } from "./processes.js"
 import { type CliResult, runCli } from "./remoteCli.js"
 
 const { median, quantile, round } = Measure
+const { descendants } = ProcessCpu
 
 const quick = process.argv.includes("--quick")
 const env = (name: string, full: number, short: number) => Number(process.env[name] ?? (quick ? short : full))

@@ -15,7 +15,7 @@
  */
 import { NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Ids, RemoteSession, Subject, Worker } from "@jitbox/runtime"
-import { Measure } from "@jitbox/bench"
+import { Measure, ProcessCpu } from "@jitbox/bench"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
@@ -23,9 +23,10 @@ import * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { descendants, type Started, startCommand, stopProcess } from "./processes.js"
+import { type Started, startCommand, stopProcess } from "./processes.js"
 
 const { quantile, round } = Measure
+const { descendants } = ProcessCpu
 
 const bin = new URL("../packages/cli/bin/jitbox.js", import.meta.url).pathname
 

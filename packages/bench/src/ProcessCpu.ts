@@ -44,14 +44,8 @@ const ticksPerSecond = (() => {
   }
 })()
 
-/**
- * Milliseconds of CPU used so far by `roots`, every live descendant and every child any of them
- * has reaped.
- *
- * @since 0.1.0
- * @category readings
- */
-export const treeMs = (roots: ReadonlyArray<number>): number => {
+/** Every process of the machine: its stat, and the children of each pid. */
+const scan = () => {
   const stats = new Map<number, Stat>()
   const children = new Map<number, Array<number>>()
   for (const entry of fs.readdirSync("/proc")) {
@@ -62,15 +56,39 @@ export const treeMs = (roots: ReadonlyArray<number>): number => {
     stats.set(pid, stat)
     children.set(stat.ppid, [...(children.get(stat.ppid) ?? []), pid])
   }
+  return { stats, children }
+}
+
+/** `roots` and every process below them, each once. */
+const below = (roots: ReadonlyArray<number>, children: Map<number, Array<number>>): Array<number> => {
   const seen = new Set<number>()
-  let ticks = 0
   const walk = (pid: number) => {
     if (seen.has(pid)) return
     seen.add(pid)
-    ticks += stats.get(pid)?.ticks ?? 0
     for (const child of children.get(pid) ?? []) walk(child)
   }
   for (const root of roots) walk(root)
+  return [...seen]
+}
+
+/**
+ * Pids of the live processes below `root` (not `root` itself), from /proc.
+ *
+ * @since 0.1.0
+ * @category readings
+ */
+export const descendants = (root: number): Array<number> => below([root], scan().children).filter((pid) => pid !== root)
+
+/**
+ * Milliseconds of CPU used so far by `roots`, every live descendant and every child any of them
+ * has reaped.
+ *
+ * @since 0.1.0
+ * @category readings
+ */
+export const treeMs = (roots: ReadonlyArray<number>): number => {
+  const { children, stats } = scan()
+  const ticks = below(roots, children).reduce((total, pid) => total + (stats.get(pid)?.ticks ?? 0), 0)
   return ticks * 1000 / ticksPerSecond
 }
 
