@@ -5,7 +5,11 @@
  *   (benchmarks/remoteRawResponder.ts) that hands the request over a pipe to one warm raw child,
  *   launched as the sandbox launches a JavaScript tool's child (prlimit, bubblewrap, seccomp,
  *   permission flags, uid, scrubbed environment), running a JSON-lines echo loop, and replies with
- *   the child's answer: NATS and a subprocess, no jitbox code.
+ *   the child's answer: NATS and a subprocess, no jitbox code. At 64 in flight this floor pipelines
+ *   every request into its one child.
+ * - **raw floor with jitbox's isolation**: the same responder process answering on another subject
+ *   through as many raw children as the echo pool keeps warm (2), each given one request at a time
+ *   (`ExclusiveChildren`), as a worker runs one invocation per sandboxed child at a time.
  * - **jitbox**: a session hosted here (`Sessions` + `RemoteCodeRunner` over `NatsTransport`, with
  *   each session admitted through `Sessions`' `admission` (a `LeasedAdmission` lease from a
  *   `Coordinator` on a JetStream KV ledger) and a `StreamPublisher`) calls a
@@ -14,17 +18,22 @@
  *   lease, dispatch, profiling record, events, worker, sandbox and back.
  *
  * Cases: latency with 1 call in flight (raw and jitbox samples interleaved one by one, the order
- * alternating); throughput with 64 calls in flight (raw and jitbox alternate in timed rounds);
+ * alternating); throughput with 64 calls in flight (both floors and jitbox take turns in timed
+ * rounds, the order rotating);
  * composition (a code tool calling a code tool calling a base tool: NATS requests per outer call,
  * counted on a `>` subscription, and µs per nesting level, depths 0, 1 and 2 interleaved); scale-out
  * (a tool burning about 10 ms of CPU, one worker process against two, rounds alternating). Each
  * round opens a new jitbox session (a fresh lease: a policy allows at most 6,400 invocations per
- * session) and warms it up before it is timed.
+ * session) and warms it up before it is timed. Last, the `jitbox` command itself with default flags
+ * (benchmarks/remoteCli.ts): a coordinator, two workers and a session host as processes, tools
+ * composing at depths 0, 1, 2, and the sandbox children its workers start per warm call.
  *
  * Each case also reads, from /proc, the CPU time and the read / write system calls of every process
  * (this one, nats-server, the workers and their sandbox children, the raw responder and its
- * child), per call. Scale-out is set beside the machine's own: the same loop in one and in two
- * threads, no jitbox, interleaved with the workers' rounds (the machine is shared).
+ * child), per call; and the whole system's CPU per call at 64 in flight: this process and every
+ * process below it, reaped children included (`ProcessCpu`). Scale-out is set beside the machine's
+ * own: the same loop in one and in two threads, no jitbox, interleaved with the workers' rounds (the
+ * machine is shared); its target is a share of the machine's ratio.
  *
  * The lease grants the coordinator's default number of invocations at a time (BENCH_GRANT sets
  * another: with 64, an earlier default, a lease ran dry at 64 calls in flight and calls were refused
@@ -35,7 +44,7 @@
  * are no results yet). `--quick` is a short smoke run that writes nothing; so does a run of some phases.
  *
  * Run: pnpm bench:remote   (BENCH_ROUNDS, BENCH_LATENCY_PAIRS, BENCH_THROUGHPUT_MS,
- * BENCH_COMPOSITION, BENCH_SCALE_MS, BENCH_PHASES=latency,throughput,composition,scale, BENCH_LABEL,
+ * BENCH_COMPOSITION, BENCH_SCALE_MS, BENCH_CLI_SAMPLES, BENCH_PHASES=latency,throughput,composition,scale,cli, BENCH_LABEL,
  * BENCH_CODE, BENCH_GRANT; BENCH_DEBUG=1 prints per-call CPU and system calls of each round.
  * For finding where the time goes: BENCH_PHASES=parts times the echo call with and without the lease
  * and the stream publisher, interleaved (BENCH_PROFILE_IN_FLIGHT calls in flight, default 1);
@@ -62,16 +71,19 @@ import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Worker as Thread } from "node:worker_threads"
 import type { PoolSpec } from "./remoteWorker.js"
-import { Measure } from "@jitbox/bench"
+import { Measure, ProcessCpu } from "@jitbox/bench"
 import { previous, resultsDir } from "./output.js"
+import { killAll, startProcess, stopProcess } from "./processes.js"
+import { type CliResult, runCli } from "./remoteCli.js"
 
 const { median, quantile, round } = Measure
+const { descendants } = ProcessCpu
 
 const quick = process.argv.includes("--quick")
 const env = (name: string, full: number, short: number) => Number(process.env[name] ?? (quick ? short : full))
@@ -80,20 +92,23 @@ const latencyPairs = env("BENCH_LATENCY_PAIRS", 300, 30)
 const throughputMs = env("BENCH_THROUGHPUT_MS", 1_500, 300)
 const compositionSamples = env("BENCH_COMPOSITION", 100, 10)
 const scaleMs = env("BENCH_SCALE_MS", 2_000, 500)
-const phases = (process.env.BENCH_PHASES ?? "latency,throughput,composition,scale").split(",")
+const cliSamples = env("BENCH_CLI_SAMPLES", 200, 20)
+const allPhases = ["latency", "throughput", "composition", "scale", "cli"]
+const phases = (process.env.BENCH_PHASES ?? allPhases.join(",")).split(",")
 const label = process.env.BENCH_LABEL ?? ""
 const cpuProfDir = process.env.BENCH_CPU_PROF
+const workerNodeFlags = cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`]
 const inFlight = 64
 const scaleInFlight = 8
 const burnTargetMs = 10
 const debug = (line: string) => {
   if (process.env.BENCH_DEBUG !== undefined) console.log(`[${(performance.now() / 1000).toFixed(1)} s] ${line}`)
 }
-const here = path.dirname(new URL(import.meta.url).pathname)
 
 const namespace = Ids.namespace(`bench_${process.pid}`)
 const prefix = Subject.prefix(namespace)
 const rawSubject = `bench.raw.${process.pid}.echo`
+const exclusiveSubject = `bench.exclusive.${process.pid}.echo`
 
 /**
  * Worker pools: `default` for the echo cases (the sandbox's default of 2 warm children); `compose`
@@ -141,91 +156,6 @@ const sources = {
 })\n`
 } as const
 type ToolName = keyof typeof sources
-
-// ---------------------------------------------------------------------------------------------
-// processes: every one started here is stopped in `cleanup`, on success, failure or a signal
-
-const started = new Set<ChildProcess>()
-
-/** Pids of the processes below `root`, from /proc. */
-const descendants = (root: number): Array<number> => {
-  const children = new Map<number, Array<number>>()
-  for (const entry of fs.readdirSync("/proc")) {
-    const pid = Number(entry)
-    if (!Number.isInteger(pid)) continue
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
-      children.set(ppid, [...(children.get(ppid) ?? []), pid])
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: Array<number> = []
-  const walk = (pid: number) => {
-    for (const child of children.get(pid) ?? []) {
-      out.push(child)
-      walk(child)
-    }
-  }
-  walk(root)
-  return out
-}
-
-const killTree = (child: ChildProcess) => {
-  const below = child.pid === undefined ? [] : descendants(child.pid)
-  child.kill("SIGKILL")
-  for (const pid of below) {
-    try {
-      process.kill(pid, "SIGKILL")
-    } catch {
-      // gone meanwhile
-    }
-  }
-}
-
-/** Starts `script` with this Node and tsx; resolves once it prints `ready`. */
-const startProcess = (script: string, extraEnv: Record<string, string>): Promise<ChildProcess> =>
-  new Promise((resolve, reject) => {
-    const flags = cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`]
-    const child = spawn(process.execPath, [...flags, "--import", "tsx", path.join(here, script)], {
-      env: { ...process.env, ...extraEnv },
-      stdio: ["ignore", "pipe", "inherit"]
-    })
-    started.add(child)
-    let out = ""
-    child.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString()
-      if (out.includes("ready\n")) resolve(child)
-    })
-    child.once("exit", (code, signal) => {
-      started.delete(child)
-      reject(new Error(`${script} exited (${code ?? signal}) before it was ready`))
-    })
-  })
-
-/** SIGTERM (the process drains and exits), SIGKILL of what is left after 5 s. */
-const stopProcess = (child: ChildProcess): Promise<void> =>
-  new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    const timer = setTimeout(() => killTree(child), 5_000)
-    child.once("exit", () => {
-      clearTimeout(timer)
-      started.delete(child)
-      resolve()
-    })
-    child.kill("SIGTERM")
-  })
-
-process.on("exit", () => {
-  for (const child of started) killTree(child)
-})
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    for (const child of started) killTree(child)
-    process.exit(130)
-  })
-}
 
 // ---------------------------------------------------------------------------------------------
 // statistics
@@ -283,6 +213,8 @@ interface Saturated {
   readonly firstError: string | undefined
   /** What each group of processes used in the window. */
   readonly usage: Record<string, Usage>
+  /** CPU of every process of the benchmark (this one and all below it, reaped children included) in the window, ms. */
+  readonly treeCpuMs: number
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -394,14 +326,16 @@ const saturate = async (call: () => Promise<unknown>, options: { inFlight: numbe
   const before = done
   const errorsBefore = errors
   const usage = usageSince()
+  const tree = ProcessCpu.since([process.pid])
   await sleep(options.ms)
   const calls = done - before
   const seconds = (now() - start) / 1000
   const failed = errors - errorsBefore
+  const treeCpuMs = tree()
   const used = usage()
   stop = true
   await Promise.all(loops)
-  return { calls, seconds, errors: failed, firstError, usage: used }
+  return { calls, seconds, errors: failed, firstError, usage: used, treeCpuMs }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -474,9 +408,10 @@ const openSession = async (
   }
 }
 
-const rawCall = (bench: Bench) => {
+/** A call of the raw floor: the pipelining one (`rawSubject`) or the one isolating calls as jitbox does (`exclusiveSubject`). */
+const rawCall = (bench: Bench, subject = rawSubject) => {
   const encoder = new TextEncoder()
-  return (i: number) => bench.rawConnection.request(rawSubject, encoder.encode(`{"i":${i}}`), { timeout: 10_000 })
+  return (i: number) => bench.rawConnection.request(subject, encoder.encode(`{"i":${i}}`), { timeout: 10_000 })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -523,19 +458,25 @@ const latencyRound = async (bench: Bench, into: LatencyCollected) => {
 
 interface ThroughputCollected {
   raw: Array<Saturated>
+  /** The raw floor with one call per child at a time, over as many children as the echo pool keeps. */
+  exclusive: Array<Saturated>
   jitbox: Array<Saturated>
 }
 
 const throughputRound = async (bench: Bench, r: number, into: ThroughputCollected) => {
   const session = await openSession(bench, "default", ["echo"])
   const raw = rawCall(bench)
+  const exclusive = rawCall(bench, exclusiveSubject)
   try {
     let i = 0
     const sides = [
       async () => into.raw.push(await saturate(() => raw(++i), { inFlight, ms: throughputMs, warmMs: 300 })),
+      async () => into.exclusive.push(await saturate(() => exclusive(++i), { inFlight, ms: throughputMs, warmMs: 300 })),
       async () => into.jitbox.push(await saturate(() => session.call("echo", { i: ++i }), { inFlight, ms: throughputMs, warmMs: 600 }))
     ]
-    for (const side of r % 2 === 0 ? sides : [sides[1]!, sides[0]!]) await side()
+    // each side first once in three rounds, the order reversed every other round
+    const rotated = [...sides.slice(r % 3), ...sides.slice(0, r % 3)]
+    for (const side of r % 2 === 0 ? rotated : rotated.reverse()) await side()
   } finally {
     await session.close()
   }
@@ -652,8 +593,9 @@ const burnThreads = async (threads: number, n: number, options: { ms: number; wa
     const before = total()
     const start = now()
     const usage = usageSince()
+    const tree = ProcessCpu.since([process.pid])
     await sleep(options.ms)
-    return { calls: total() - before, seconds: (now() - start) / 1000, errors: 0, firstError: undefined, usage: usage() }
+    return { calls: total() - before, seconds: (now() - start) / 1000, errors: 0, firstError: undefined, treeCpuMs: tree(), usage: usage() }
   } finally {
     Atomics.store(counts, 0, 1)
     await Promise.all(workers.map((worker) => worker.terminate()))
@@ -709,7 +651,23 @@ const calibrateBurn = (): number => {
 // ---------------------------------------------------------------------------------------------
 // report
 
-const targets = { latency_ratio: 1.3, throughput_ratio_64: 0.8, scale_out_ratio: 1.7 } as const
+const targets = {
+  latency_ratio: 1.3,
+  throughput_ratio_64: 0.5,
+  throughput_ratio_64_isolated: 0.8,
+  cpu_per_call_ratio: 1.5,
+  /** scale_out_ratio over the machine's own two-threads-over-one, measured beside it. */
+  scale_out_vs_machine: 0.9,
+  cli_depth2_over_depth0: 3,
+  cli_spawns_per_call_warm: 0
+} as const
+
+/** Whole-system CPU per call (every process of the benchmark, reaped children included), µs. */
+const cpuPerCallUs = (windows: ReadonlyArray<Saturated>): number | null =>
+  windows.length === 0 ? null : round(sum(windows.map((w) => w.treeCpuMs)) * 1000 / sum(windows.map((w) => w.calls)))
+
+const ratioOf = (a: number | null | undefined, b: number | null | undefined): number | null =>
+  a === null || a === undefined || b === null || b === undefined ? null : round(a / b, 3)
 
 const commit = (): string => {
   if (process.env.BENCH_CODE !== undefined) return process.env.BENCH_CODE
@@ -750,6 +708,11 @@ interface RunLine {
   readonly raw_calls_per_s: number | null
   readonly jitbox_calls_per_s: number | null
   readonly scale_out_ratio: number | null
+  readonly throughput_ratio_64_isolated?: number | null
+  readonly cpu_per_call_ratio?: number | null
+  readonly scale_out_machine_ratio?: number | null
+  readonly cli_depth2_over_depth0?: number | null
+  readonly cli_spawns_per_call_warm?: number | null
 }
 
 const check = (value: number | null, target: number, atMost: boolean) =>
@@ -769,9 +732,14 @@ const main = async () => {
     })
     // process A: the echo pool, the single worker of scale-out and one of the pair; process B: the other of the pair
     const starting = [
-      startProcess("remoteWorker.ts", workerEnv([pools.default, pools.compose, pools.solo, pools.pair, pools.open])),
-      startProcess("remoteWorker.ts", workerEnv([pools.pair])),
-      startProcess("remoteRawResponder.ts", { BENCH_SERVER: server.url, BENCH_RAW_SUBJECT: rawSubject })
+      startProcess("remoteWorker.ts", workerEnv([pools.default, pools.compose, pools.solo, pools.pair, pools.open]), workerNodeFlags),
+      startProcess("remoteWorker.ts", workerEnv([pools.pair]), workerNodeFlags),
+      startProcess("remoteRawResponder.ts", {
+        BENCH_SERVER: server.url,
+        BENCH_RAW_SUBJECT: rawSubject,
+        BENCH_EXCLUSIVE_SUBJECT: exclusiveSubject,
+        BENCH_EXCLUSIVE_CHILDREN: String(pools.default.maximumRuntimeEnvironments)
+      })
     ]
     const settled = await Promise.allSettled(starting)
     for (const s of settled) if (s.status === "fulfilled") processes.push(s.value)
@@ -815,7 +783,7 @@ const main = async () => {
     const bench: Bench = { root, transport, rawConnection: await connect("bench-raw-requester"), observer: await connect("bench-observer"), runners }
 
     const lat: LatencyCollected = { raw: [], jitbox: [], usage: [] }
-    const thr: ThroughputCollected = { raw: [], jitbox: [] }
+    const thr: ThroughputCollected = { raw: [], exclusive: [], jitbox: [] }
     const comp: CompositionCollected = { samples: [] }
     const scale: ScaleCollected = { one: [], two: [], threadsOne: [], threadsTwo: [] }
     let messages: Record<string, Record<string, number>> | undefined
@@ -848,6 +816,11 @@ const main = async () => {
       }
     }
     if (phases.includes("composition")) messages = await countMessages(bench, quick ? 10 : 50)
+    let cli: CliResult | undefined
+    if (phases.includes("cli")) {
+      cli = await runCli({ server: server.url, samples: cliSamples, warmup: Math.max(10, Math.ceil(cliSamples / 5)) })
+      console.log(`cli: depth 0/1/2 p50 ${Object.values(cli.depths).map((d) => d.p50_us).join(" / ")} µs; children started per warm call ${cli.cli_spawns_per_call_warm} (${JSON.stringify(cli.children_started)}); sandbox user ${JSON.stringify(cli.sandbox_tasks)}`)
+    }
     if (phases.includes("profile")) {
       // for --cpu-prof: only jitbox calls, BENCH_PROFILE_IN_FLIGHT in flight, for BENCH_THROUGHPUT_MS
       const session = await openSession(bench, "default", ["echo"])
@@ -904,6 +877,11 @@ const main = async () => {
     const threadsOne = scale.threadsOne.length > 0 ? throughputOf(scale.threadsOne) : undefined
     const threadsTwo = scale.threadsTwo.length > 0 ? throughputOf(scale.threadsTwo) : undefined
     const machineRatio = threadsOne !== undefined && threadsTwo !== undefined ? round(threadsTwo.calls_per_s / threadsOne.calls_per_s, 3) : null
+    const scaleVsMachine = ratioOf(scaleRatio, machineRatio)
+    const exclusiveThroughput = thr.exclusive.length > 0 ? throughputOf(thr.exclusive) : undefined
+    const isolatedRatio = ratioOf(jitboxThroughput?.calls_per_s, exclusiveThroughput?.calls_per_s)
+    const cpuUs = { raw: cpuPerCallUs(thr.raw), exclusive: cpuPerCallUs(thr.exclusive), jitbox: cpuPerCallUs(thr.jitbox) }
+    const cpuRatio = ratioOf(cpuUs.jitbox, cpuUs.exclusive)
     const composition = comp.samples.length > 0
       ? (() => {
         const byDepth = depths.map((_, d) => comp.samples.map((round) => round[d]!).flat())
@@ -938,7 +916,12 @@ const main = async () => {
       throughput_ratio_64: throughputRatio,
       raw_calls_per_s: rawThroughput?.calls_per_s ?? null,
       jitbox_calls_per_s: jitboxThroughput?.calls_per_s ?? null,
-      scale_out_ratio: scaleRatio
+      scale_out_ratio: scaleRatio,
+      throughput_ratio_64_isolated: isolatedRatio,
+      cpu_per_call_ratio: cpuRatio,
+      scale_out_machine_ratio: machineRatio,
+      cli_depth2_over_depth0: cli?.cli_depth2_over_depth0 ?? null,
+      cli_spawns_per_call_warm: cli?.cli_spawns_per_call_warm ?? null
     }
     const report = {
       benchmark: "remote",
@@ -949,7 +932,13 @@ const main = async () => {
       targets,
       latency_ratio: latencyRatio,
       throughput_ratio_64: throughputRatio,
+      throughput_ratio_64_isolated: isolatedRatio,
+      cpu_per_call_ratio: cpuRatio,
       scale_out_ratio: scaleRatio,
+      scale_out_machine_ratio: machineRatio,
+      scale_out_vs_machine: scaleVsMachine,
+      cli_depth2_over_depth0: cli?.cli_depth2_over_depth0 ?? null,
+      cli_spawns_per_call_warm: cli?.cli_spawns_per_call_warm ?? null,
       latency: lat.raw.length > 0
         ? {
           raw: rawLatency,
@@ -962,9 +951,14 @@ const main = async () => {
         ? {
           in_flight: inFlight,
           raw: rawThroughput,
+          exclusive: exclusiveThroughput,
           jitbox: jitboxThroughput,
           round_ratios: roundRatios(thr.jitbox, thr.raw),
+          round_ratios_isolated: roundRatios(thr.jitbox, thr.exclusive),
+          exclusive_children: pools.default.maximumRuntimeEnvironments,
+          whole_system_cpu_per_call_us: cpuUs,
           raw_per_call: perCall(usageTotal(thr.raw.map((x) => x.usage)), sum(thr.raw.map((x) => x.calls))),
+          exclusive_per_call: perCall(usageTotal(thr.exclusive.map((x) => x.usage)), sum(thr.exclusive.map((x) => x.calls))),
           jitbox_per_call: perCall(usageTotal(thr.jitbox.map((x) => x.usage)), sum(thr.jitbox.map((x) => x.calls)))
         }
         : undefined,
@@ -982,6 +976,7 @@ const main = async () => {
           machine: { one_thread: threadsOne, two_threads: threadsTwo, scale_out_ratio: machineRatio, round_ratios: roundRatios(scale.threadsTwo, scale.threadsOne) }
         }
         : undefined,
+      cli,
       method: {
         rounds,
         latency_pairs_per_round: latencyPairs,
@@ -993,7 +988,10 @@ const main = async () => {
         sessions: "each round opens a new session with its own lease (profile 'bench': JavaScript, 6,400 invocations, 8 concurrent), warmed up before it is timed",
         invocations_per_grant: invocationsPerGrant ?? "the coordinator's default",
         pools,
-        processes: "this process: raw requester, sessions, coordinator (KV ledger); worker A: pools default, compose, solo, pair; worker B: pool pair; raw responder: one raw child",
+        processes:
+          "this process: raw requester, sessions, coordinator (KV ledger); worker A: pools default, compose, solo, pair; worker B: pool pair; raw responder: one pipelining raw child and the exclusive floor's children (one call per child at a time, as many as pool default keeps); cli: the jitbox command's coordinator, two workers with default flags and a session host",
+        whole_system_cpu:
+          "utime + stime + cutime + cstime of this process and every process below it (reaped children included, /proc/<pid>/stat), over each timed window, per call: both sides' processes are below this one, other work on the machine is not",
         usage: "CPU (user + system) and read/write system calls (/proc/<pid>/stat, /proc/<pid>/io) of each process over the timed part, per call",
         not_pinned: "no taskset: the processes share the machine's CPUs with each other and with whatever else runs"
       },
@@ -1002,11 +1000,14 @@ const main = async () => {
 
     console.log(`\nlatency_ratio ${check(latencyRatio, targets.latency_ratio, true)} (raw p50 ${rawLatency?.p50_us} µs, jitbox p50 ${jitboxLatency?.p50_us} µs)`)
     console.log(`throughput_ratio_64 ${check(throughputRatio, targets.throughput_ratio_64, false)} (raw ${rawThroughput?.calls_per_s}/s, jitbox ${jitboxThroughput?.calls_per_s}/s)`)
-    console.log(`scale_out_ratio ${check(scaleRatio, targets.scale_out_ratio, false)} (one ${one?.calls_per_s}/s, two ${two?.calls_per_s}/s; the machine, plain threads: ${machineRatio})`)
+    console.log(`throughput_ratio_64_isolated ${check(isolatedRatio, targets.throughput_ratio_64_isolated, false)} (exclusive floor ${exclusiveThroughput?.calls_per_s}/s)`)
+    console.log(`cpu_per_call_ratio ${check(cpuRatio, targets.cpu_per_call_ratio, true)} (whole-system CPU per call: raw ${cpuUs.raw} µs, exclusive ${cpuUs.exclusive} µs, jitbox ${cpuUs.jitbox} µs)`)
+    console.log(`scale_out_ratio ${scaleRatio?.toFixed(2) ?? "–"}, the machine's ${machineRatio}: ${check(scaleVsMachine, targets.scale_out_vs_machine, false)} of it (one ${one?.calls_per_s}/s, two ${two?.calls_per_s}/s)`)
+    console.log(`cli_depth2_over_depth0 ${check(cli?.cli_depth2_over_depth0 ?? null, targets.cli_depth2_over_depth0, true)}, cli_spawns_per_call_warm ${check(cli?.cli_spawns_per_call_warm ?? null, targets.cli_spawns_per_call_warm, true)}`)
     if (composition !== undefined) console.log(`composition: µs per level ${composition.us_per_level.join(", ")}; messages ${JSON.stringify(messages)}`)
     console.log(`cpus ${host.cpus}, load ${host.loadavg_before.join(" ")} → ${host.loadavg_after.join(" ")}`)
 
-    if (quick || phases.length < 4) {
+    if (quick || !allPhases.every((phase) => phases.includes(phase))) {
       console.log("(a quick or partial run: results not written)")
       return
     }
@@ -1034,7 +1035,7 @@ const main = async () => {
     await Effect.runPromise(Scope.close(root, Exit.void)).catch(() => undefined)
     debug("stopping the processes")
     await Promise.all(processes.map(stopProcess))
-    for (const child of started) killTree(child)
+    killAll()
     debug("stopping nats-server")
     await server.close()
     debug("done")
@@ -1053,19 +1054,81 @@ const usageTable = (readings: Record<string, PerCall>): string => {
   ].join("\n")
 }
 
+interface Figures {
+  readonly latency_ratio: number | null
+  readonly throughput_ratio_64: number | null
+  readonly throughput_ratio_64_isolated: number | null
+  readonly cpu_per_call_ratio: number | null
+  readonly scale_out_ratio: number | null
+  readonly scale_out_machine_ratio: number | null
+  readonly scale_out_vs_machine: number | null
+  readonly cli_depth2_over_depth0: number | null
+  readonly cli_spawns_per_call_warm: number | null
+}
+
+/** The table of figures: each with its floor and its target. */
+const figureRows = (f: Figures): Array<string> => {
+  const machine = f.scale_out_machine_ratio
+  return [
+    "| figure | floor | value | target |",
+    "|---|---|---:|---:|",
+    `| latency_ratio (p50, 1 in flight) | the pipelining raw floor | ${check(f.latency_ratio, targets.latency_ratio, true)} | ≤ ${targets.latency_ratio} |`,
+    `| throughput_ratio_64 (calls/s, 64 in flight) | the pipelining raw floor | ${check(f.throughput_ratio_64, targets.throughput_ratio_64, false)} | ≥ ${targets.throughput_ratio_64} |`,
+    `| throughput_ratio_64_isolated (calls/s, 64 in flight) | the raw floor with one call per child | ${
+      check(f.throughput_ratio_64_isolated, targets.throughput_ratio_64_isolated, false)
+    } | ≥ ${targets.throughput_ratio_64_isolated} |`,
+    `| cpu_per_call_ratio (whole-system CPU per call, 64 in flight) | the raw floor with one call per child | ${check(f.cpu_per_call_ratio, targets.cpu_per_call_ratio, true)} | ≤ ${targets.cpu_per_call_ratio} |`,
+    `| scale_out_ratio (two workers / one, ~10 ms CPU a call) | the machine's two threads / one: ${machine ?? "–"} | ${f.scale_out_ratio?.toFixed(2) ?? "–"} (${
+      check(f.scale_out_vs_machine, targets.scale_out_vs_machine, false)
+    } of the machine's) | ≥ ${targets.scale_out_vs_machine} × ${machine ?? "the machine's"}${machine === null ? "" : ` = ${(targets.scale_out_vs_machine * machine).toFixed(2)}`} |`,
+    `| cli_depth2_over_depth0 (jitbox command, default flags, p50) | depth 0 of the same | ${check(f.cli_depth2_over_depth0, targets.cli_depth2_over_depth0, true)} | ≤ ${targets.cli_depth2_over_depth0} |`,
+    `| cli_spawns_per_call_warm (sandbox children started per warm call) | none | ${check(f.cli_spawns_per_call_warm, targets.cli_spawns_per_call_warm, true)} | ${targets.cli_spawns_per_call_warm} |`
+  ]
+}
+
+const cliSection = (cli: CliResult | undefined): Array<string> =>
+  cli === undefined ? [] : [
+    "## The jitbox command, default flags",
+    "",
+    `Against the same nats-server, in a namespace of its own: ${cli.commands.map((c) => `\`${c}\``).join(", ")}. A RemoteSession here`,
+    "creates `cli0` (echo), `cli1` (calls `cli0`) and `cli2` (calls `cli1`), all JavaScript, and calls them one at a time, depths rotating.",
+    "",
+    "| depth | p50 µs | p90 µs | samples |",
+    "|---|---:|---:|---:|",
+    ...Object.entries(cli.depths).map(([d, x]) => `| ${d} | ${x.p50_us} | ${x.p90_us} | ${x.samples} |`),
+    "",
+    `Sandbox children the two workers started (their /readyz \`childrenStarted\`): ${cli.children_started.before_warmup} before the warm-up, ${cli.children_started.before_timed} after it, ${cli.children_started.after_timed} after ${cli.children_started.timed_calls} timed calls.`,
+    `The sandbox user (uid ${cli.sandbox_tasks.uid ?? "–"}) then had ${cli.sandbox_tasks.workers_processes} processes and ${cli.sandbox_tasks.workers_tasks} tasks (processes and threads) below the two workers,`,
+    `${cli.sandbox_tasks.machine_processes} processes and ${cli.sandbox_tasks.machine_tasks} tasks on the whole machine, against its RLIMIT_NPROC of ${cli.sandbox_tasks.limit ?? "unlimited"}`,
+    `(a limit of the uid, shared by every sandbox on the machine). ${cli.sandbox_tasks.tasks_per_child ?? "–"} tasks a warm child: two workers' default warm pools, full, would hold ${cli.sandbox_tasks.two_default_pools_full_tasks ?? "–"}.`,
+    ""
+  ]
+
 const markdown = (report: {
   date: string
   commit: string
   host: { cpus: number; node: string; loadavg_before: ReadonlyArray<number>; loadavg_after: ReadonlyArray<number> }
   latency_ratio: number | null
   throughput_ratio_64: number | null
+  throughput_ratio_64_isolated: number | null
+  cpu_per_call_ratio: number | null
   scale_out_ratio: number | null
+  scale_out_machine_ratio: number | null
+  scale_out_vs_machine: number | null
+  cli_depth2_over_depth0: number | null
+  cli_spawns_per_call_warm: number | null
+  cli?: CliResult | undefined
   latency?: { raw?: Latency | undefined; jitbox?: Latency | undefined; paired_ratio: PairedRatio; per_pair: PerCall } | undefined
   throughput_64?: {
     raw?: ReturnType<typeof throughputOf> | undefined
+    exclusive?: ReturnType<typeof throughputOf> | undefined
     jitbox?: ReturnType<typeof throughputOf> | undefined
     round_ratios: ReadonlyArray<number>
+    round_ratios_isolated: ReadonlyArray<number>
+    exclusive_children: number
+    whole_system_cpu_per_call_us: Record<"raw" | "exclusive" | "jitbox", number | null>
     raw_per_call: PerCall
+    exclusive_per_call: PerCall
     jitbox_per_call: PerCall
   } | undefined
   composition?: { depths: Record<string, Latency & { messages_per_call?: Record<string, number> }>; raw_messages_per_call?: Record<string, number> | undefined; us_per_level: ReadonlyArray<number> } | undefined
@@ -1097,11 +1160,7 @@ const markdown = (report: {
     "",
     `Latest run: ${report.date} on ${report.commit}, Node ${report.host.node}, ${report.host.cpus} CPUs, load average ${report.host.loadavg_before.join(" ")} before, ${report.host.loadavg_after.join(" ")} after.`,
     "",
-    "| figure | value | target |",
-    "|---|---:|---:|",
-    `| latency_ratio (jitbox p50 / raw p50, 1 in flight) | ${check(report.latency_ratio, targets.latency_ratio, true)} | ≤ ${targets.latency_ratio} |`,
-    `| throughput_ratio_64 (jitbox / raw calls/s, 64 in flight) | ${check(report.throughput_ratio_64, targets.throughput_ratio_64, false)} | ≥ ${targets.throughput_ratio_64} |`,
-    `| scale_out_ratio (two workers / one, ~10 ms CPU per call) | ${check(report.scale_out_ratio, targets.scale_out_ratio, false)} | ≥ ${targets.scale_out_ratio} |`,
+    ...figureRows(report),
     "",
     "## Latency, 1 in flight",
     "",
@@ -1120,16 +1179,20 @@ const markdown = (report: {
     "",
     "| side | calls/s | calls | seconds | errors | per round |",
     "|---|---:|---:|---:|---:|---|",
-    ...[["raw", t.raw!], ["jitbox", t.jitbox!]].map(([name, x]) => {
+    ...[["raw (pipelining)", t.raw!], [`raw, one call per child (${t.exclusive_children} children)`, t.exclusive!], ["jitbox", t.jitbox!]].map(([name, x]) => {
       const v = x as ReturnType<typeof throughputOf>
       return `| ${name as string} | ${v.calls_per_s} | ${v.calls} | ${v.seconds} | ${v.errors} | ${v.round_calls_per_s.join(", ")} |`
     }),
     "",
-    `Per-round ratios: ${t.round_ratios.join(", ")}.${t.jitbox!.first_error === undefined ? "" : ` First jitbox error: ${t.jitbox!.first_error}`}`,
+    `Per-round ratios, jitbox / pipelining floor: ${t.round_ratios.join(", ")}; jitbox / one-call-per-child floor: ${t.round_ratios_isolated.join(", ")}.${
+      t.jitbox!.first_error === undefined ? "" : ` First jitbox error: ${t.jitbox!.first_error}`
+    }`,
+    "",
+    `Whole-system CPU per call (every process of the benchmark, reaped children included): pipelining floor ${t.whole_system_cpu_per_call_us.raw} µs, one-call-per-child floor ${t.whole_system_cpu_per_call_us.exclusive} µs, jitbox ${t.whole_system_cpu_per_call_us.jitbox} µs.`,
     "",
     "Per call, by process:",
     "",
-    usageTable({ raw: t.raw_per_call, jitbox: t.jitbox_per_call }),
+    usageTable({ raw: t.raw_per_call, "one call per child": t.exclusive_per_call, jitbox: t.jitbox_per_call }),
     "",
     "## Composition",
     "",
@@ -1162,16 +1225,17 @@ const markdown = (report: {
     `Per-round ratios, two workers / one: ${s.round_ratios.join(", ")}. The machine's own ratio (the same loop in two threads of one`,
     `process against one, interleaved with the workers' rounds): ${s.machine.scale_out_ratio} (rounds ${s.machine.round_ratios.join(", ")}).`,
     "",
+    ...cliSection(report.cli),
     "## Runs",
     "",
-    "| date | commit | label | load | latency ratio | paired (p25–p75) | raw p50 µs | jitbox p50 µs | throughput ratio | raw/s | jitbox/s | scale-out |",
-    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| date | commit | label | load | latency ratio | paired (p25–p75) | raw p50 µs | jitbox p50 µs | throughput ratio | raw/s | jitbox/s | scale-out | isolated throughput ratio | CPU per call ratio | machine scale-out | cli depth 2 / 0 | cli spawns per call |",
+    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...report.runs.map((r) =>
       `| ${r.date.slice(0, 16).replace("T", " ")} | ${r.commit} | ${r.label} | ${r.loadavg[0]} | ${r.latency_ratio ?? "–"} | ${
         r.latency_paired === null ? "–" : `${r.latency_paired[0]} (${r.latency_paired[1]}–${r.latency_paired[2]})`
       } | ${r.raw_p50_us ?? "–"} | ${r.jitbox_p50_us ?? "–"} | ${r.throughput_ratio_64 ?? "–"} | ${r.raw_calls_per_s ?? "–"} | ${r.jitbox_calls_per_s ?? "–"} | ${
         r.scale_out_ratio ?? "–"
-      } |`
+      } | ${r.throughput_ratio_64_isolated ?? "–"} | ${r.cpu_per_call_ratio ?? "–"} | ${r.scale_out_machine_ratio ?? "–"} | ${r.cli_depth2_over_depth0 ?? "–"} | ${r.cli_spawns_per_call_warm ?? "–"} |`
     ),
     "",
     NotesMarker,

@@ -53,7 +53,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { launch, type Mount, type WorkDir } from "../packages/sandbox/src/internal/spawn.js"
 import { Isolation, SandboxConfig, SandboxRunner } from "../packages/sandbox/src/index.js"
-import { Measure, RawEcho } from "@jitbox/bench"
+import { Measure, ProcessCpu, RawEcho } from "@jitbox/bench"
 import { previous, resultsDir } from "./output.js"
 
 const { median, quantile, round } = Measure
@@ -115,32 +115,7 @@ const headline = placements[0]!
 let canPin = true
 
 /** Pids of the processes below `root`, from /proc (host pids, so namespaced children are included). */
-const descendants = (root: number): Array<number> => {
-  const children = new Map<number, Array<number>>()
-  for (const entry of fs.readdirSync("/proc")) {
-    const pid = Number(entry)
-    if (!Number.isInteger(pid)) continue
-    let stat: string
-    try {
-      stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    } catch {
-      continue
-    }
-    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
-    const list = children.get(ppid) ?? []
-    list.push(pid)
-    children.set(ppid, list)
-  }
-  const out: Array<number> = []
-  const walk = (pid: number) => {
-    for (const child of children.get(pid) ?? []) {
-      out.push(child)
-      walk(child)
-    }
-  }
-  walk(root)
-  return out
-}
+const { descendants } = ProcessCpu
 
 /** Pins this process (every thread) and every descendant to `cpus`; later children inherit it. */
 const place = (placement: string): void => {

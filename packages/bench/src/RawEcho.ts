@@ -49,12 +49,13 @@ process.stdin.on("data", (c) => {
 `
 
 /**
- * Starts the child (with the sandbox's default configuration) and waits for a first round trip.
+ * Starts a child running `program` (a JSON-lines loop answering `{"id":…,…}` per line, as
+ * `echoLoop` does) with the sandbox's default configuration, and waits for a first round trip.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make: Effect.Effect<RawEcho, BenchSetupError, Scope.Scope> = Effect.gen(function*() {
+export const launch = (program: string): Effect.Effect<RawEcho, BenchSetupError, Scope.Scope> => Effect.gen(function*() {
   const config = SandboxConfig.make({})
   const iso = Isolation.detect(config)
   const { child } = yield* Effect.acquireRelease(
@@ -63,7 +64,7 @@ export const make: Effect.Effect<RawEcho, BenchSetupError, Scope.Scope> = Effect
       fs.chmodSync(rawDir, 0o755)
       const rawWork = fs.mkdtempSync(path.join(config.tmpDir, "jitbox-bench-raw-work-"))
       if (iso.runAs !== undefined) fs.chownSync(rawWork, iso.runAs.uid, iso.runAs.gid)
-      fs.writeFileSync(path.join(rawDir, "echo.mjs"), echoLoop)
+      fs.writeFileSync(path.join(rawDir, "echo.mjs"), program)
       fs.chmodSync(path.join(rawDir, "echo.mjs"), 0o644)
       const pkg: Spawn.Mount = { host: rawDir, inside: iso.bwrap !== undefined ? "/mnt/pkg" : rawDir, writable: false }
       const work: Spawn.WorkDir = iso.bwrap !== undefined ? { inside: "/mnt/work", host: undefined } : { inside: rawWork, host: rawWork }
@@ -131,3 +132,11 @@ export const make: Effect.Effect<RawEcho, BenchSetupError, Scope.Scope> = Effect
   })
   return { roundTrip }
 })
+
+/**
+ * Starts the echo child (`echoLoop`) and waits for a first round trip.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<RawEcho, BenchSetupError, Scope.Scope> = launch(echoLoop)

@@ -26,7 +26,17 @@ export * as DirectCall from "./DirectCall.js"
 /**
  * @since 0.1.0
  */
+export * as ExclusiveChildren from "./ExclusiveChildren.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Measure from "./Measure.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as ProcessCpu from "./ProcessCpu.js"
 
 /**
  * @since 0.1.0
