@@ -7,6 +7,9 @@
  * session host principal (`sessions2`) has a user but no process. The victim is an application
  * (`connect`, user `app`) whose session, hosted by `sessions`, runs a JavaScript tool on the worker.
  *
+ * The session host opens the namespace's shared tool catalog as it starts (with its permissions,
+ * which let it publish but not approve).
+ *
  * Each test is one attack a principal's credential could make on a namespace before the wire
  * had authority: it asserts the refusal (by the server's permissions or by the runtime's
  * capabilities) and that the victim's session keeps working.
@@ -323,6 +326,15 @@ describe("a namespace run with the authorization of `jitbox auth config`", () =>
 
   it("worker, session host, application: writing a lease into the coordinator's ledger bucket is refused by the server", async () => {
     await refusedWrites(["worker-default", "sessions", "app"], `$KV.jitbox-ledger-${namespace}.session.victim`, encode({ format: 2, principal: "sessions", sessionId: "victim", lease: { id: "lease_forged" } }))
+    await victimWorks()
+  }, 60_000)
+
+  it("session host, worker, application, observer: approving a catalog version (writing its review) is refused by the server; a worker, an application or an observer cannot publish an entry or a package", async () => {
+    const bucket = `jitbox-catalog-${namespace}`
+    const versionId = "v_0123456789abcdef0123"
+    await refusedWrites(["sessions", "worker-default", "app", "observer"], `$KV.${bucket}.review.forged.${versionId}`, encode({ status: "approved", by: "operator", at: 1, entry_sha256: "0".repeat(64) }))
+    await refusedWrites(["worker-default", "app", "observer"], `$KV.${bucket}.entry.forged.${versionId}`, encode({ name: "forged" }))
+    await refusedWrites(["worker-default", "app", "observer"], `$KV.${bucket}.pkg.${versionId}`, encode({ files: {} }))
     await victimWorks()
   }, 60_000)
 
