@@ -11,6 +11,7 @@ import { JitHarness, SharedCatalog } from "@jitbox/core"
 import { Authorization, KvCatalog } from "@jitbox/nats"
 import { NatsServer } from "@jitbox/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { codeTool } from "../../core/test/fixtures.js"
 import { plain, spawnCli } from "./cliProcess.js"
 
 const namespace = "cat1"
@@ -49,13 +50,7 @@ const jitboxCatalog = async (args: ReadonlyArray<string>, user: (typeof users)[n
   return { code, stdout: plain(child.stdout()), stderr: plain(child.stderr()) }
 }
 
-const slugify = `
-export const slugify = tool({
-  description: "Turn a title into a URL slug.",
-  guidelines: "Use for URLs.",
-  parameters: { type: "object", properties: { title: { type: "string" } }, required: ["title"] }
-}, async ({ title }: { title: string }) => title.trim().toLowerCase().split(/\\s+/).join("-"))
-`
+const slugify = codeTool("slugify", "String(args.title).trim().toLowerCase().split(/\\s+/).join(\"-\")")
 
 const rejection = (promise: Promise<unknown>) => promise.then(() => undefined, (cause: unknown) => cause)
 
@@ -107,7 +102,7 @@ describe("jitbox catalog", () => {
   it("the server refuses a session host's approval (API and CLI) and an application's access to the catalog", async () => {
     const hostCatalog = await catalogAs("sessions")
     const writer = new JitHarness({ sessionId: "self", catalog: hostCatalog, principal: "agent-self" })
-    await writer.createTool({ entrypoint: "slugify", source: slugify.replace("URL slug", "slug"), examples: [{ input: { title: "A B" }, expected_output: "a-b" }] })
+    await writer.createTool({ entrypoint: "slugify", source: codeTool("slugify", "String(args.title).toLowerCase().split(\" \").join(\"-\")"), examples: [{ input: { title: "A B" }, expected_output: "a-b" }] })
     const published = await writer.publishTool("slugify")
     const selfApproval = await rejection(hostCatalog.review("slugify", published.version_id, "approved", "sessions"))
     expect(selfApproval).toBeInstanceOf(SharedCatalog.CatalogError)

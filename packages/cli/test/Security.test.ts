@@ -343,6 +343,13 @@ describe("a namespace run with the authorization of `jitbox auth config`", () =>
     await expect(connect({ servers: server!.url, user: "worker-default", pass: "guess" })).rejects.toThrow(/Authorization Violation/i)
   }, 60_000)
 
+  it("operator: jitbox catalog ls reads the catalog the session host created as it started (the operator may not create it)", async () => {
+    const { password, inboxPrefix } = { password: passwordOf("operator"), inboxPrefix: "_INBOX_operator" }
+    const ls = spawnCli(["catalog", "ls", "--user", "operator", "--inbox-prefix", inboxPrefix], { JITBOX_SERVER: server!.url, JITBOX_NAMESPACE: namespace, JITBOX_PASSWORD: password })
+    expect(await ls.exited(), plain(ls.stderr())).toBe(0)
+    expect(plain(ls.stdout())).toContain("no published tools")
+  }, 120_000)
+
   it("operator: jitbox status runs with the operator's permissions", async () => {
     const status = spawnCli([...asWritten("status"), "--timeout", "5s"], { JITBOX_SERVER: server!.url, JITBOX_NAMESPACE: namespace })
     const code = await status.exited()

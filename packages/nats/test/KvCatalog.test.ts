@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Kvm } from "@nats-io/kv"
 import { connect } from "@nats-io/transport-node"
 import { randomBytes } from "node:crypto"
+import { codeTool } from "../../core/test/fixtures.js"
 import * as KvCatalog from "../src/KvCatalog.js"
 
 let server: NatsServer.Handle | undefined
@@ -40,13 +41,8 @@ const rawBucket = async (bucket: string) => {
   return new Kvm(nc).open(bucket)
 }
 
-const slugify = (separator: string) => `
-export const slugify = tool({
-  description: "Turn a title into a URL slug.",
-  guidelines: "Use for URLs.",
-  parameters: { type: "object", properties: { title: { type: "string" } }, required: ["title"] }
-}, async ({ title }: { title: string }) => title.trim().toLowerCase().split(/\\s+/).join(${JSON.stringify(separator)}))
-`
+/** A slug tool joining words with `separator`. */
+const slugify = (separator: string) => codeTool("slugify", `String(args.title).trim().toLowerCase().split(/\\s+/).join(${JSON.stringify(separator)})`)
 const slugExamples = (separator: string) => [{ input: { title: "Hello World" }, expected_output: `hello${separator}world` }]
 
 const session = (catalog: SharedCatalog.SharedCatalogShape, sessionId: string) => new JitHarness({ sessionId, catalog, principal: `agent-${sessionId}` })
