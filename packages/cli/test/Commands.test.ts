@@ -115,7 +115,8 @@ describe("jitbox --help (in this process)", () => {
       "--memory-mb", "--cpu-seconds", "--open-files", "--processes", "--file-size-mb", "--tmpfs-mb", "--work-dir-mb",
       "--node-path", "--python-path", "JITBOX_PYTHON_PATH", "--bash-path"
     ]],
-    ["sessions", [...common, "--store", "--pool", "--idle-timeout", "--max-sessions"]]
+    ["sessions", [...common, "--store", "--pool", "--idle-timeout", "--max-sessions", "--no-catalog", "--catalog-approve-on-publish"]],
+    ["catalog", ["ls", "show", "approve", "revoke"]]
   ])("jitbox %s --help names its options", async (subcommand, options) => {
     const { exit, stdout } = await inProcess([subcommand, "--help"])
     expect(Exit.isSuccess(exit)).toBe(true)
