@@ -227,6 +227,17 @@ describe("jitbox's arguments (in this process)", () => {
     expect(await failure(["auth", "config", "--pool", "a.b"])).toMatchObject({ _tag: "ConfigError", option: "--pool" })
   })
 
+  it("auth config --catalog-hosts-approve lets session hosts write the catalog's reviews; without it only the operator does", async () => {
+    const reviewers = async (args: ReadonlyArray<string>) => {
+      const { exit, stdout } = await inProcess(["auth", "config", "--namespace", "ns1", "--json", ...args])
+      expect(Exit.isSuccess(exit)).toBe(true)
+      const principals = JSON.parse(stdout) as Array<{ user: string; publish: Array<string> }>
+      return principals.filter((principal) => principal.publish.includes("$KV.jitbox-catalog-ns1.review.>")).map((principal) => principal.user)
+    }
+    expect(await reviewers([])).toEqual(["operator"])
+    expect(await reviewers(["--catalog-hosts-approve"])).toEqual(["operator", "sessions"])
+  })
+
   it("a bad slot hold for the coordinator", async () => {
     expect(validationText(await failure(["coordinator", "--profiles", "p.json", "--slot-hold", "soon"]))).toContain(
       "--slot-hold: expected a duration such as 500ms, 30s, 5m or 1h, got 'soon'"
