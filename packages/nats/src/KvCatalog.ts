@@ -8,7 +8,7 @@
  *
  * - `entry.<name>.<version_id>`: the published `PublishedTool` (JSON, at most `maxEntryBytes`),
  *   written once by the publishing session host;
- * - `pkg.<version_id>`: the version's `CatalogPackage`, written once too; one larger than a
+ * - `pkg.<version_id>`: the version's `CatalogPackage` (kept once it reads back checked); one larger than a
  *   message (the server's `max_payload`) is stored in chunks `pkg.<version_id>.<sha256>` under a
  *   manifest written last;
  * - `review.<name>.<version_id>`: `{status, by, at, entry_sha256}`, the operator's approval or

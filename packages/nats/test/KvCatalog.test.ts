@@ -4,7 +4,8 @@
  * stored in chunks; two harnesses on their own connections, one publishing and one loading a
  * pinned version; revocation seen by a watch; and what someone else wrote into the bucket (a
  * changed package, an entry rewritten after its approval, a review that does not decode) read as
- * typed errors or as no approval.
+ * typed errors or as no approval, and a package written first under a version id by someone else
+ * replaced when the version is published.
  */
 import { JitHarness, SharedCatalog } from "@jitbox/core"
 import { NatsServer } from "@jitbox/testing"
@@ -191,10 +192,15 @@ describe("KvCatalog", () => {
     expect((await host.entry("tool_d", two.entry.version_id)).status).toBe("proposed")
     await kv.put(`entry.tool_e.${two.entry.version_id}`, JSON.stringify(two.entry))
     expect((await catalogError(host.entry("tool_e", two.entry.version_id))).reason).toBe("Invalid")
-    expect((await host.entries()).map((entry) => entry.name).sort()).toEqual(["tool_c", "tool_d"])
+
+    const squatted = version("tool_g", { "index.ts": "export const g = 1" })
+    await kv.put(`pkg.${squatted.entry.version_id}`, JSON.stringify({ ...squatted.pkg, files: { "index.ts": "export const g = 666" } }))
+    await host.publish(squatted.entry, squatted.pkg)
+    expect(await host.package(squatted.entry.version_id)).toEqual(squatted.pkg)
 
     const mismatched = version("tool_f", { "index.ts": "export const f = 1" })
     expect((await catalogError(host.publish(mismatched.entry, { ...mismatched.pkg, files: { "index.ts": "other" } }))).reason).toBe("Tampered")
+    expect((await host.entries()).map((entry) => entry.name).sort()).toEqual(["tool_c", "tool_d", "tool_g"])
     expect((await catalogError(host.entries("bad.name"))).reason).toBe("Invalid")
   })
 

@@ -2,8 +2,9 @@
  * How a KV catalog stores a published version's package under `pkg.<version_id>`: as its JSON when
  * that fits in one message, else cut into chunks stored first under `pkg.<version_id>.<sha256>`
  * and then a manifest naming them under `pkg.<version_id>`, last (a reader never sees part of a
- * package). Packages are content-addressed and never change, so every write is `create`: a key
- * already there holds what an earlier publication of the same version wrote.
+ * package). Packages are content-addressed: a package already stored under its version id that
+ * reads back whole and checked is left as it is; anything else there (garbage a principal with
+ * the same rights wrote first) is written over.
  *
  * Reading trusts nothing in the bucket: the value is bounded, a manifest is decoded and its sizes
  * checked before any chunk is fetched, every chunk must have its declared size and hash, the whole
@@ -15,7 +16,6 @@ import type { KV } from "@nats-io/kv"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
-import { isConflict } from "./kvErrors.js"
 import { catalogIo, invalid } from "./catalogRecords.js"
 
 /** Chunks fetched or written at once. */
@@ -55,24 +55,23 @@ const inBatches = async <A>(items: ReadonlyArray<A>, task: (item: A, index: numb
   }
 }
 
-/** Writes `key` unless it is already there (content-addressed: then it holds these bytes). */
-const createOnce = (kv: KV, key: string, bytes: Uint8Array): Promise<void> =>
-  kv.create(key, bytes).then(() => undefined, (error: unknown) => isConflict(error) ? undefined : Promise.reject(error))
+const put = (kv: KV, key: string, bytes: Uint8Array): Promise<void> => kv.put(key, bytes).then(() => undefined)
 
-/** Stores the package (chunks first, then the manifest). */
+/** Stores the package (chunks first, then the manifest), unless it is stored already and reads back checked. */
 export const write = (kv: KV, bucket: string, pkg: SharedCatalog.CatalogPackage, limits: Limits): Promise<void> =>
   catalogIo(bucket, packageKey(pkg.version_id), "cannot write the package", async () => {
     const bytes = encoder.encode(JSON.stringify(pkg))
     if (bytes.length > limits.maxBytes) {
       throw invalid(pkg.version_id, `the package is ${bytes.length} bytes; this catalog stores at most ${limits.maxBytes}`)
     }
-    if (bytes.length <= limits.chunkBytes) return createOnce(kv, packageKey(pkg.version_id), bytes)
+    if (await read(kv, bucket, pkg.version_id, limits).then(() => true, () => false)) return
+    if (bytes.length <= limits.chunkBytes) return put(kv, packageKey(pkg.version_id), bytes)
     const chunks: Array<Uint8Array> = []
     for (let offset = 0; offset < bytes.length; offset += limits.chunkBytes) chunks.push(bytes.slice(offset, offset + limits.chunkBytes))
     const hashes = chunks.map(sha256)
-    await inBatches(chunks, (chunk, index) => createOnce(kv, chunkKey(pkg.version_id, hashes[index]!), chunk))
+    await inBatches(chunks, (chunk, index) => put(kv, chunkKey(pkg.version_id, hashes[index]!), chunk))
     const manifest: Manifest = { jitbox_chunked_package: 1, bytes: bytes.length, chunk_bytes: limits.chunkBytes, chunks: hashes }
-    return createOnce(kv, packageKey(pkg.version_id), encoder.encode(JSON.stringify(manifest)))
+    return put(kv, packageKey(pkg.version_id), encoder.encode(JSON.stringify(manifest)))
   })
 
 const checkedManifest = (versionId: string, text: string, limits: Limits): Manifest => {
