@@ -27,6 +27,9 @@ const options = {
   pool: names("pool", "A worker pool, principal worker-<pool> (repeat for several; default default)"),
   node: names("node", "A pinned worker (a profile's sandboxNodeId), principal node-<id> (repeat for several)"),
   observer: names("observer", "An observer principal (repeat for several; default observer)"),
+  catalogHostsApprove: Options.boolean("catalog-hosts-approve").pipe(
+    Options.withDescription("Let session hosts approve and revoke catalog entries too (for jitbox sessions --catalog-approve-on-publish; default: only the operator)")
+  ),
   jetstream: Options.boolean("jetstream").pipe(Options.withDescription("Print `jetstream {}` before the block (the coordinator's ledger and the hosts' buckets need it)")),
   json: OperatorOptions.json
 }
@@ -42,6 +45,7 @@ const configCommand = Command.make("config", options, (config) =>
       pools: orDefault(config.pool),
       nodes: config.node,
       observers: orDefault(config.observer),
+      catalogHostsApprove: config.catalogHostsApprove,
       jetstream: config.jetstream
     }
     const text = yield* Effect.try({

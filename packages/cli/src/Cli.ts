@@ -6,7 +6,7 @@
  * runs: it parses the arguments, serves, and reports a failure on stderr with its typed error
  * (a bad argument is reported by the parser itself, with the help of the command). The exit codes
  * are `ExitCode`'s. The operator's commands (`status`, `events tail`, `snapshot`) read a
- * namespace and serve nothing.
+ * namespace and serve nothing; `catalog` also approves and revokes its shared tools.
  *
  * @since 0.1.0
  */
@@ -19,6 +19,7 @@ import * as Option from "effect/Option"
 import { createRequire } from "node:module"
 import * as AuthCommand from "./AuthCommand.js"
 import * as BenchCommand from "./BenchCommand.js"
+import * as CatalogCommand from "./CatalogCommand.js"
 import * as CoordinatorCommand from "./CoordinatorCommand.js"
 import * as DevCommand from "./DevCommand.js"
 import * as EventsCommand from "./EventsCommand.js"
@@ -43,12 +44,13 @@ export type CliError =
   | StatusCommand.StatusCommandError
   | EventsCommand.EventsCommandError
   | SnapshotCommand.SnapshotCommandError
+  | CatalogCommand.CatalogCommandError
   | AuthCommand.AuthCommandError
   | ExitCode.ExitWith
 
 const command = Command.make("jitbox").pipe(
   Command.withDescription(
-    "Run a whole namespace on this machine (dev), serve the parts of a jitbox namespace over NATS (its coordinator, workers and session hosts), or a session as an MCP server; look at a namespace: status, events, snapshots; time a tool."
+    "Run a whole namespace on this machine (dev), serve the parts of a jitbox namespace over NATS (its coordinator, workers and session hosts), or a session as an MCP server; look at a namespace: status, events, snapshots, its shared tool catalog; time a tool."
   ),
   Command.withSubcommands([
     DevCommand.command,
@@ -59,6 +61,7 @@ const command = Command.make("jitbox").pipe(
     StatusCommand.command,
     EventsCommand.command,
     SnapshotCommand.command,
+    CatalogCommand.command,
     BenchCommand.command,
     AuthCommand.command
   ])

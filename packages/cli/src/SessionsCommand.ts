@@ -20,6 +20,13 @@
  * `--deployment-consent` (JT-CFG-05) such a session runs no model-written code. Workers run code
  * only for admitted sessions unless they are started with `--no-admission`.
  *
+ * Every session's harness is given the namespace's shared tool catalog (`KvCatalog`, bucket
+ * `jitbox-catalog-<namespace>`, created if missing): what its session publishes other sessions of
+ * the namespace load once the operator approves it (`jitbox catalog`); whether the model sees the
+ * catalog's tools is the session's policy's to say. `--no-catalog` hosts sessions without it;
+ * `--catalog-approve-on-publish` approves what is published as it is (the host's principal must
+ * be allowed to write reviews: `jitbox auth config --catalog-hosts-approve`).
+ *
  * With `--otlp URL` (or OTEL_EXPORTER_OTLP_ENDPOINT) it exports a span per tool call and the call
  * and lease metrics as service `jitbox-sessions` (`Telemetry`); a call that runs on a worker
  * carries its trace context there, so the worker's spans join the same trace.
@@ -27,8 +34,8 @@
  * @since 0.1.0
  */
 import { Command, HelpDoc, Options } from "@effect/cli"
-import { type HarnessError, type JitHarnessSnapshot, JitPolicy } from "@jitbox/core"
-import { KvSessionOwnership, KvSnapshotStore, NatsConnection, NatsTransport } from "@jitbox/nats"
+import { type HarnessError, type JitHarnessSnapshot, JitPolicy, SharedCatalog } from "@jitbox/core"
+import { KvCatalog, KvSessionOwnership, KvSnapshotStore, NatsConnection, NatsTransport } from "@jitbox/nats"
 import { Ids, RemoteCodeRunner, type SessionOwnership, Sessions, SnapshotStore, StreamPublisher, type TransportError } from "@jitbox/runtime"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
@@ -180,6 +187,25 @@ export const policy = Options.text("policy").pipe(
   Options.optional
 )
 
+/** @since 0.1.0 @category options */
+export const noCatalog = Options.boolean("no-catalog").pipe(
+  Options.withDescription("Host the sessions without the namespace's shared tool catalog (by default each session publishes to and loads from KvCatalog, bucket jitbox-catalog-<namespace>)")
+)
+
+/** @since 0.1.0 @category options */
+export const catalogApproveOnPublish = Options.boolean("catalog-approve-on-publish").pipe(
+  Options.withDescription("Approve what the sessions publish to the catalog as they publish it (the host's principal must be allowed to write reviews: jitbox auth config --catalog-hosts-approve)")
+)
+
+/** The namespace's catalog on the host's connection, unless `--no-catalog`. */
+const catalogOf = (config: { readonly noCatalog: boolean; readonly catalogApproveOnPublish: boolean }, namespace: string, connection: NatsConnection.NatsConnectionShape) =>
+  config.noCatalog
+    ? Effect.succeed({})
+    : KvCatalog.fromConnection(connection.nc, { namespace, approveOnPublish: config.catalogApproveOnPublish }).pipe(
+      Effect.mapError((error) => error.reason === "NoCatalog" ? new SharedCatalog.CatalogError({ name: error.name, reason: error.reason, detail: `${error.detail} (start with --no-catalog to host sessions without it)` }) : error),
+      Effect.map((catalog) => ({ catalog }))
+    )
+
 /** What serving sessions can fail with. @since 0.1.0 @category errors */
 export type SessionsCommandError =
   | HarnessError.ConfigError
@@ -187,9 +213,10 @@ export type SessionsCommandError =
   | JitHarnessSnapshot.SnapshotError
   | SessionOwnership.OwnershipError
   | Health.HealthServerError
+  | SharedCatalog.CatalogError
 
 /** @since 0.1.0 @category commands */
-export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, claimTtl, maxSessions, profile, deploymentConsent, policy, otlp: Telemetry.otlp, ...Health.options }, (config): Effect.Effect<never, SessionsCommandError> =>
+export const command = Command.make("sessions", { ...Connection.options, store, pool, idleTimeout, claimTtl, maxSessions, profile, deploymentConsent, policy, noCatalog, catalogApproveOnPublish, otlp: Telemetry.otlp, ...Health.options }, (config): Effect.Effect<never, SessionsCommandError> =>
   Serve.untilInterrupted(Effect.gen(function*() {
     const { namespace, prefix } = yield* Connection.prefixOf(config)
     yield* Ids.decode(Ids.PoolName, "--pool")(config.pool)
@@ -210,9 +237,10 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
       const policy = Option.getOrUndefined(config.policy)
       yield* ProfileCheck.check({ prefix, principal, profile: config.profile.value, policy, deploymentConsent: config.deploymentConsent }).pipe(Effect.provide(context))
     }
+    const catalog = yield* catalogOf(config, namespace, Context.get(context, NatsConnection.NatsConnection))
     const sessions = yield* Sessions.make({
       prefix,
-      harness: { codeExecution: "sandboxed", ...Option.match(config.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) }) },
+      harness: { codeExecution: "sandboxed", ...catalog, ...Option.match(config.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) }) },
       idleTimeout: config.idleTimeout,
       maxActiveSessions: config.maxSessions,
       activation: true,

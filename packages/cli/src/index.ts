@@ -6,6 +6,11 @@ export * as BenchCommand from "./BenchCommand.js"
 /**
  * @since 0.1.0
  */
+export * as CatalogCommand from "./CatalogCommand.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Cli from "./Cli.js"
 
 /**

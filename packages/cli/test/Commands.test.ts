@@ -115,7 +115,8 @@ describe("jitbox --help (in this process)", () => {
       "--memory-mb", "--cpu-seconds", "--open-files", "--processes", "--file-size-mb", "--tmpfs-mb", "--work-dir-mb",
       "--node-path", "--python-path", "JITBOX_PYTHON_PATH", "--bash-path"
     ]],
-    ["sessions", [...common, "--store", "--pool", "--idle-timeout", "--max-sessions"]]
+    ["sessions", [...common, "--store", "--pool", "--idle-timeout", "--max-sessions", "--no-catalog", "--catalog-approve-on-publish"]],
+    ["catalog", ["ls", "show", "approve", "revoke"]]
   ])("jitbox %s --help names its options", async (subcommand, options) => {
     const { exit, stdout } = await inProcess([subcommand, "--help"])
     expect(Exit.isSuccess(exit)).toBe(true)
@@ -224,6 +225,17 @@ describe("jitbox's arguments (in this process)", () => {
 
   it("auth config: a pool that is not a subject token is a ConfigError naming --pool", async () => {
     expect(await failure(["auth", "config", "--pool", "a.b"])).toMatchObject({ _tag: "ConfigError", option: "--pool" })
+  })
+
+  it("auth config --catalog-hosts-approve lets session hosts write the catalog's reviews; without it only the operator does", async () => {
+    const reviewers = async (args: ReadonlyArray<string>) => {
+      const { exit, stdout } = await inProcess(["auth", "config", "--namespace", "ns1", "--json", ...args])
+      expect(Exit.isSuccess(exit)).toBe(true)
+      const principals = JSON.parse(stdout) as Array<{ user: string; publish: Array<string> }>
+      return principals.filter((principal) => principal.publish.includes("$KV.jitbox-catalog-ns1.review.>")).map((principal) => principal.user)
+    }
+    expect(await reviewers([])).toEqual(["operator"])
+    expect(await reviewers(["--catalog-hosts-approve"])).toEqual(["operator", "sessions"])
   })
 
   it("a bad slot hold for the coordinator", async () => {

@@ -7,6 +7,9 @@
  * session host principal (`sessions2`) has a user but no process. The victim is an application
  * (`connect`, user `app`) whose session, hosted by `sessions`, runs a JavaScript tool on the worker.
  *
+ * The session host opens the namespace's shared tool catalog as it starts (with its permissions,
+ * which let it publish but not approve).
+ *
  * Each test is one attack a principal's credential could make on a namespace before the wire
  * had authority: it asserts the refusal (by the server's permissions or by the runtime's
  * capabilities) and that the victim's session keeps working.
@@ -326,10 +329,26 @@ describe("a namespace run with the authorization of `jitbox auth config`", () =>
     await victimWorks()
   }, 60_000)
 
+  it("session host, worker, application, observer: approving a catalog version (writing its review) is refused by the server; a worker, an application or an observer cannot publish an entry or a package", async () => {
+    const bucket = `jitbox-catalog-${namespace}`
+    const versionId = "v_0123456789abcdef0123"
+    await refusedWrites(["sessions", "worker-default", "app", "observer"], `$KV.${bucket}.review.forged.${versionId}`, encode({ status: "approved", by: "operator", at: 1, entry_sha256: "0".repeat(64) }))
+    await refusedWrites(["worker-default", "app", "observer"], `$KV.${bucket}.entry.forged.${versionId}`, encode({ name: "forged" }))
+    await refusedWrites(["worker-default", "app", "observer"], `$KV.${bucket}.pkg.${versionId}`, encode({ files: {} }))
+    await victimWorks()
+  }, 60_000)
+
   it("anyone: a connection without a user, or with a wrong password, is refused", async () => {
     await expect(connect({ servers: server!.url })).rejects.toThrow(/Authorization Violation/i)
     await expect(connect({ servers: server!.url, user: "worker-default", pass: "guess" })).rejects.toThrow(/Authorization Violation/i)
   }, 60_000)
+
+  it("operator: jitbox catalog ls reads the catalog the session host created as it started (the operator may not create it)", async () => {
+    const { password, inboxPrefix } = { password: passwordOf("operator"), inboxPrefix: "_INBOX_operator" }
+    const ls = spawnCli(["catalog", "ls", "--user", "operator", "--inbox-prefix", inboxPrefix], { JITBOX_SERVER: server!.url, JITBOX_NAMESPACE: namespace, JITBOX_PASSWORD: password })
+    expect(await ls.exited(), plain(ls.stderr())).toBe(0)
+    expect(plain(ls.stdout())).toContain("no published tools")
+  }, 120_000)
 
   it("operator: jitbox status runs with the operator's permissions", async () => {
     const status = spawnCli([...asWritten("status"), "--timeout", "5s"], { JITBOX_SERVER: server!.url, JITBOX_NAMESPACE: namespace })

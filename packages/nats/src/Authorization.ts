@@ -8,12 +8,22 @@
  * | principal | runs | may |
  * |---|---|---|
  * | `coordinator` | `jitbox coordinator` | serve `coordinator.*.*` (queue `coordinator`), read capacity reports, keep its ledger bucket |
- * | `operator` | `jitbox status` | ask the coordinator `leases`, `workers` and `policy` (as `operator`), service discovery, read the claims bucket |
- * | a session host | `jitbox sessions` | serve sessions (`session.*.*`, `sessions.activate` in queue `sessions`), send invocations and cancels to workers, admit, renew and release with the coordinator (as itself), publish events and profile records, keep the snapshot and claim buckets |
+ * | `operator` | `jitbox status`, `jitbox catalog` | ask the coordinator `leases`, `workers` and `policy` (as `operator`), service discovery, read the claims bucket, read the catalog and write its reviews (approve, revoke) |
+ * | a session host | `jitbox sessions` | serve sessions (`session.*.*`, `sessions.activate` in queue `sessions`), send invocations and cancels to workers, admit, renew and release with the coordinator (as itself), publish events and profile records, keep the snapshot and claim buckets, read the catalog and publish to it (its entries and packages, not its reviews) |
  * | an application | `jitbox mcp --session`, `RemoteSession`, `connect` | call and manage sessions (`session.*.call`, `session.*.manage`, `sessions.activate`), read events |
  * | a worker pool | `jitbox worker --pool <pool>` | take its pool's invocations in the pool's queue groups only (no plain copy), fetch packages, call back, send heartbeats and capacity, verify leases and report what ran under them (as `worker-<pool>`) |
  * | a pinned worker | `jitbox worker --node <id>` | as a pool's worker, on `node.<id>.*.invoke` |
  * | an observer | `jitbox events tail` | read events and profile records, ask service discovery |
+ *
+ * The namespace's shared tool catalog (`KvCatalog`, bucket `jitbox-catalog-<namespace>`) keeps
+ * what is published apart from who approved it: session hosts (whose sessions publish the tools
+ * their agents wrote) may create the bucket, read it and write `entry.>` and `pkg.>` only; the
+ * operator reads it and writes `review.>` only, so a session host cannot approve what it
+ * published (with `catalogHostsApprove`, for a namespace that approves proposals as published,
+ * session hosts write reviews too). Neither may purge or delete anything in it. Applications,
+ * workers, observers and the coordinator have no access to it: an application reaches the
+ * catalog through its sessions, whose policy decides, and a worker runs only the packages its
+ * invocations name.
  *
  * Each principal asks the coordinator on subjects carrying its own user name,
  * `coordinator.<user>.<op>`, and may publish no other user's: the coordinator reads the asker from
@@ -30,6 +40,7 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@jitbox/core"
+import * as KvCatalog from "./KvCatalog.js"
 import * as KvLedger from "./KvLedger.js"
 import * as KvSessionOwnership from "./KvSessionOwnership.js"
 import * as KvSnapshotStore from "./KvSnapshotStore.js"
@@ -55,6 +66,8 @@ export interface AuthorizationOptions {
   readonly nodes?: ReadonlyArray<string> | undefined
   /** Observer principals (default `observer`). */
   readonly observers?: ReadonlyArray<string> | undefined
+  /** Session hosts may approve and revoke catalog entries too (for `jitbox sessions --catalog-approve-on-publish`; default false: only the operator). */
+  readonly catalogHostsApprove?: boolean | undefined
 }
 
 /** One user of the block. @since 0.1.0 @category models */
@@ -96,6 +109,17 @@ const bucketApi = (bucket: string): ReadonlyArray<string> => [
   `$KV.${bucket}.>`
 ]
 
+/** What publishes to the catalog `bucket` (and opens it, creating it if need be): its entries and packages, never its reviews. */
+const catalogPublishApi = (bucket: string): ReadonlyArray<string> => [
+  ...bucketReadApi(bucket),
+  `$JS.API.STREAM.CREATE.KV_${bucket}`,
+  `$KV.${bucket}.entry.>`,
+  `$KV.${bucket}.pkg.>`
+]
+
+/** What reviews the catalog `bucket`: reading it and writing its reviews. */
+const catalogReviewApi = (bucket: string): ReadonlyArray<string> => [...bucketReadApi(bucket), `$KV.${bucket}.review.>`]
+
 const variableOf = (user: string) => `JITBOX_PASSWORD_${user.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`
 
 const principal = (
@@ -136,6 +160,7 @@ export const principals = (options: AuthorizationOptions): ReadonlyArray<Princip
   const ledger = KvLedger.bucketOf(ns)
   const owners = KvSessionOwnership.bucketOf(ns)
   const snapshots = KvSnapshotStore.bucketOf(ns)
+  const catalog = KvCatalog.bucketOf(ns)
   // each principal asks the coordinator on subjects carrying its own user name, and on no other's
   const coordinator = (user: string, ops: ReadonlyArray<string>) => ops.map((op) => `${p}.coordinator.${user}.${op}`)
   const workerRights = (user: string, invokes: ReadonlyArray<string>) => ({
@@ -150,7 +175,7 @@ export const principals = (options: AuthorizationOptions): ReadonlyArray<Princip
       allowResponses: true
     }),
     principal("operator", "operator", {
-      publish: [...coordinator("operator", ["leases", "workers", "policy"]), "$SRV.>", ...bucketReadApi(owners)],
+      publish: [...coordinator("operator", ["leases", "workers", "policy"]), "$SRV.>", ...bucketReadApi(owners), ...catalogReviewApi(catalog)],
       subscribe: [],
       allowResponses: false
     }),
@@ -164,7 +189,9 @@ export const principals = (options: AuthorizationOptions): ReadonlyArray<Princip
           `${p}.events.>`,
           `${p}.profile.*`,
           ...bucketApi(snapshots),
-          ...bucketApi(owners)
+          ...bucketApi(owners),
+          ...catalogPublishApi(catalog),
+          ...(options.catalogHostsApprove === true ? catalogReviewApi(catalog) : [])
         ],
         subscribe: [`${p}.session.*.*`, `${p}.sessions.activate sessions`],
         allowResponses: true

@@ -20,6 +20,11 @@ export * as Client from "./Client.js"
 /**
  * @since 0.1.0
  */
+export * as KvCatalog from "./KvCatalog.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as KvLedger from "./KvLedger.js"
 
 /**

@@ -51,6 +51,18 @@ describe("Authorization.principals", () => {
     expect(two.find((principal) => principal.user === "sessions2")!.publish).not.toContain("jitbox.ns1.coordinator.sessions.admit")
   })
 
+  it("the catalog: session hosts publish entries and packages but write no review, the operator writes reviews only, nobody else reaches the bucket", () => {
+    const bucket = "jitbox-catalog-ns1"
+    const catalogSubjects = (principal: Authorization.Principal) => principal.publish.filter((subject) => subject.includes(bucket))
+    const writes = (principal: Authorization.Principal) => catalogSubjects(principal).filter((subject) => subject.startsWith("$KV.") || subject.includes(".STREAM.CREATE.") || subject.includes(".PURGE."))
+    expect(writes(byUser.get("sessions")!)).toEqual([`$JS.API.STREAM.CREATE.KV_${bucket}`, `$KV.${bucket}.entry.>`, `$KV.${bucket}.pkg.>`])
+    expect(writes(byUser.get("operator")!)).toEqual([`$KV.${bucket}.review.>`])
+    expect(catalogSubjects(byUser.get("operator")!)).toContain(`$JS.API.DIRECT.GET.KV_${bucket}.>`)
+    for (const user of ["web", "batch", "observer", "coordinator", "worker-default", "worker-gpu", "node-node-a"]) expect(catalogSubjects(byUser.get(user)!), user).toEqual([])
+    const approving = Authorization.principals({ namespace: "ns1", catalogHostsApprove: true }).find((principal) => principal.user === "sessions")!
+    expect(writes(approving)).toContain(`$KV.${bucket}.review.>`)
+  })
+
   it("the printed block names each password by an environment variable, never a value", () => {
     const text = Authorization.config({ namespace: "ns1" })
     expect(text).toContain("password: $JITBOX_PASSWORD_WORKER_DEFAULT")
