@@ -9,9 +9,9 @@
  */
 import * as fs from "node:fs"
 import { performance } from "node:perf_hooks"
-import type { SharedCatalog } from "@jitbox/core"
 import type { Sessions } from "@jitbox/runtime"
-import { type AgentsNamespace, embeddedNamespace, natsNamespace } from "../examples/agentsNamespace.js"
+import { type AgentsNamespace, embeddedNamespace } from "../examples/agentsNamespace.js"
+import { natsNamespace } from "../examples/agentsOverNats.js"
 import { resultFile } from "./output.js"
 
 const source = `export const slugify = tool({
@@ -31,11 +31,11 @@ const percentile = (values: ReadonlyArray<number>, p: number): number => {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
 }
 
-const publish = async (sessions: Sessions.SessionsShape, catalog: SharedCatalog.SharedCatalogShape): Promise<string> => {
+const publish = async ({ approve, sessions }: AgentsNamespace): Promise<string> => {
   const writer = sessions.get("bench-writer")
   await writer.callTool("create_tool", { entrypoint: "slugify", source, examples: [{ input: { title: "A B" }, expected_output: "a-b" }] })
   const entry = await writer.callTool("publish_tool", { name: "slugify" }) as { version_id: string }
-  await catalog.review("slugify", entry.version_id, "approved", "bench")
+  await approve("slugify", entry.version_id)
   return entry.version_id
 }
 
@@ -59,7 +59,7 @@ const loads = async (sessions: Sessions.SessionsShape, version: string, concurre
 }
 
 const measure = async (namespace: AgentsNamespace, rounds: number) => {
-  const version = await publish(namespace.sessions, namespace.catalog)
+  const version = await publish(namespace)
   await loads(namespace.sessions, version, 1, 2)
   const one = await loads(namespace.sessions, version, 1, rounds)
   const sixteen = await loads(namespace.sessions, version, 16, Math.max(1, Math.ceil(rounds / 4)))

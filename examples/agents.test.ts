@@ -51,4 +51,10 @@ describe("examples/agents.ts (pnpm demo:agents)", () => {
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0)
     expectScenario(steps(result.stdout), "embedded")
   }, 180_000)
+
+  it("over NATS: the same agents with the catalog in JetStream KV, code on jitbox workers, approvals by jitbox catalog approve", async () => {
+    const result = await demo(["--nats"])
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0)
+    expectScenario(steps(result.stdout), "over NATS")
+  }, 180_000)
 })

@@ -14,12 +14,13 @@
  * nats-server (started from PATH) with the catalog in JetStream KV. Prints each step and exits
  * non-zero if a check fails.
  *
- * Run: pnpm demo:agents [-- --nats]
+ * Run: pnpm demo:agents (or pnpm demo:agents --nats)
  */
-import { HarnessError, SharedCatalog } from "@jitbox/core"
+import { HarnessError } from "@jitbox/core"
 import { createAgent, InMemoryMessageAccumulator, JitHarnessExtension, type ModelProvider, ScriptedModel } from "@jitbox/agent"
 import type { Sessions } from "@jitbox/runtime"
 import { type AgentsNamespace, embeddedNamespace } from "./agentsNamespace.js"
+import { natsNamespace } from "./agentsOverNats.js"
 
 const slugifySource = (words: string) => `export const slugify = tool({
   description: "Turn a title into a URL slug: lower case, words joined by dashes.",
@@ -126,8 +127,9 @@ const reload: ReadonlyArray<Step> = [
   (path) => String(path)
 ]
 
-const approve = async (catalog: SharedCatalog.SharedCatalogShape, version: string): Promise<void> => {
-  const entry = await catalog.review("slugify", version, "approved", "operator")
+const approve = async (namespace: AgentsNamespace, version: string): Promise<void> => {
+  await namespace.approve("slugify", version)
+  const entry = await namespace.catalog.entry("slugify", version)
   console.log(`operator: approved slugify ${entry.version_id} (${entry.status})`)
 }
 
@@ -136,7 +138,7 @@ const scenario = async (namespace: AgentsNamespace): Promise<void> => {
   const first = (await run(sessions, "writer", writer, "Build a slug tool and share it.")).replace(/^published /, "")
   console.log(`writer: published slugify ${first} (proposed)`)
   check((await catalog.entry("slugify", first)).status === "proposed", "a published tool starts proposed")
-  await approve(catalog, first)
+  await approve(namespace, first)
 
   const path = await run(sessions, "composer", composer, "Build post_path on the shared slug tool.")
   console.log(`composer: loaded slugify ${pinned}, post_path("Hello, Agents!") = ${path}`)
@@ -147,7 +149,7 @@ const scenario = async (namespace: AgentsNamespace): Promise<void> => {
   const proposal = await catalog.entry("slugify", second)
   console.log(`improver: published slugify ${second}, updated from ${proposal.provenance.updated_from}`)
   check(second !== first && proposal.provenance.updated_from === first, "the improvement is a new version updated from the first")
-  await approve(catalog, second)
+  await approve(namespace, second)
 
   const unchanged = await sessions.get("composer").callTool("post_path", { title: "Hello, Agents!" })
   console.log(`composer: before reloading, post_path("Hello, Agents!") = ${String(unchanged)}`)
@@ -158,8 +160,8 @@ const scenario = async (namespace: AgentsNamespace): Promise<void> => {
 }
 
 const main = async () => {
-  const overNats = false
-  const namespace = await embeddedNamespace()
+  const overNats = process.argv.includes("--nats")
+  const namespace = overNats ? await natsNamespace() : await embeddedNamespace()
   console.log(`namespace '${namespace.name}' ${overNats ? "over NATS" : "embedded"}: writer, composer and improver sessions share one catalog`)
   try {
     await scenario(namespace)

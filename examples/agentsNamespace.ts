@@ -9,6 +9,8 @@ export interface AgentsNamespace {
   readonly name: string
   readonly catalog: SharedCatalog.SharedCatalogShape
   readonly sessions: Sessions.SessionsShape
+  /** The operator's step: approves a published version. */
+  readonly approve: (name: string, version: string) => Promise<void>
   readonly close: () => Promise<void>
 }
 
@@ -22,5 +24,8 @@ export const profile: ExecutionProfile.ExecutionProfileInput = {
 export const embeddedNamespace = async (): Promise<AgentsNamespace> => {
   const catalog = SharedCatalog.memory()
   const runtime = await Embedded.start({ namespace: namespaceName, profiles: [profile], profile: profile.name, deploymentConsent: true, harness: { catalog } })
-  return { name: namespaceName, catalog, sessions: runtime.sessions, close: runtime.close }
+  const approve = async (name: string, version: string) => {
+    await catalog.review(name, version, "approved", "operator")
+  }
+  return { name: namespaceName, catalog, sessions: runtime.sessions, approve, close: runtime.close }
 }
