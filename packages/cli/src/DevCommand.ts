@@ -43,7 +43,8 @@ export const devPolicy = {
   maximumTools: 16,
   maximumRepairs: 8,
   maximumInvocations: 6_400,
-  maximumConcurrentInvocations: 8
+  maximumConcurrentInvocations: 8,
+  sharedCatalog: "publish"
 } as const satisfies JitPolicy.JitPolicyInput
 
 /** @since 0.1.0 @category constants */
@@ -105,7 +106,7 @@ export const instructions = (served: {
   return [
     `jitbox dev: namespace ${served.namespace} on ${served.url}`,
     `  nats-server   JetStream in ${served.directory} (removed when this stops)`,
-    `  coordinator   profile ${profileName}: JavaScript and TypeScript, Python, Bash; long-running tools; background invocations; ${devPolicy.maximumInvocations} invocations a session`,
+    `  coordinator   profile ${profileName}: JavaScript and TypeScript, Python, Bash; long-running tools; background invocations; the shared catalog; ${devPolicy.maximumInvocations} invocations a session`,
     `  workers       ${served.workers.join(", ")} (pool default)`,
     `  sessions      a session host: each session is admitted under profile ${profileName}`,
     "",

@@ -240,7 +240,7 @@ export const command = Command.make("sessions", { ...Connection.options, store, 
     const catalog = yield* catalogOf(config, namespace, Context.get(context, NatsConnection.NatsConnection))
     const sessions = yield* Sessions.make({
       prefix,
-      harness: { codeExecution: "sandboxed", ...catalog, ...Option.match(config.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) }) },
+      harness: { codeExecution: "sandboxed", principal, ...catalog, ...Option.match(config.policy, { onNone: () => ({}), onSome: (policy) => ({ policy }) }) },
       idleTimeout: config.idleTimeout,
       maxActiveSessions: config.maxSessions,
       activation: true,

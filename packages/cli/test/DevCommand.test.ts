@@ -78,6 +78,22 @@ describe("jitbox dev", () => {
     await dev!.line(/^\[worker dev-\d\] invocation worker=dev-\d session=demo tool=add call=\S+ outcome=ok$/, 10_000)
   }, 120_000)
 
+  it("a session publishes a tool to the namespace's catalog, jitbox catalog approve approves it, another session loads it pinned and runs it", async () => {
+    const transport = await Effect.runPromise(Effect.map(NatsConnection.make({ servers: url }), NatsTransport.fromConnection).pipe(Scope.extend(scope!)))
+    const prefix = Subject.prefix(Ids.namespace(namespace))
+    const writer = new RemoteSession.RemoteSession(transport, "catalog-writer", { prefix, timeoutMs: 60_000 })
+    await writer.callTool("create_tool", { entrypoint: "square", language: "typescript", source: squareSource, examples: [{ input: { value: 3 }, expected_output: 9 }] })
+    const entry = await writer.callTool("publish_tool", { name: "square" }) as { version_id: string; status: string }
+    expect(entry.status).toBe("proposed")
+    const approve = spawnCli(["catalog", "approve", "square", entry.version_id, "--server", url, "--namespace", namespace])
+    expect(await approve.exited()).toBe(0)
+    expect(approve.stdout()).toContain(`square ${entry.version_id}: approved`)
+    const reader = new RemoteSession.RemoteSession(transport, "catalog-reader", { prefix, timeoutMs: 60_000 })
+    expect(await reader.callTool("search_catalog", { query: "square" })).toMatchObject({ total: 1, tools: [{ name: "square", version_id: entry.version_id, published_by: "default" }] })
+    expect(await reader.callTool("load_from_catalog", { name: "square" })).toEqual({ name: "square", status: "loaded", version_id: entry.version_id })
+    expect(await reader.callTool("square", { value: 7 })).toBe(49)
+  }, 120_000)
+
   it("the printed `jitbox mcp --session demo …` serves that session to an MCP client", async () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
