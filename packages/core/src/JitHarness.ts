@@ -250,28 +250,7 @@ export class JitHarness implements Session {
     this.bindings = new RequestBindings(this.registry, () => dispatcher.epoch++)
     for (const entry of ManagementHandlers.make(this.registry, this.read, this.changes)) this.registry.addManagement(entry)
     const policy = this.admission.policy
-    if (policy?.allowAsyncOperations === true) {
-      const admission = this.admission
-      const operations: AsyncInvocations.AsyncInvocations = new AsyncInvocations.AsyncInvocations(
-        { callTool: (name, args, callOptions) => this.callTool(name, args, callOptions) },
-        {
-          maximumConcurrent: policy.maximumConcurrentInvocations,
-          maximumQueued: (): number => Math.max(0, policy.maximumInvocations - admission.usage().invocations),
-          maximumWaitSeconds: policy.shortInvocationTimeoutSeconds,
-          clock: this.clock
-        }
-      )
-      this.operations = operations
-      const handlers = operations.handlers()
-      for (const definition of AsyncInvocations.tools) {
-        this.registry.addManagement({
-          origin: "management",
-          name: definition.name,
-          validate: Validator.compile(definition.parameters, "draft-07"),
-          handler: handlers[definition.name]!
-        })
-      }
-    }
+    this.operations = policy?.allowAsyncOperations === true ? this.addOperationTools(policy) : undefined
     this.catalogTools = this.catalog === undefined ? [] : CatalogTools.offered(policy?.sharedCatalog ?? "publish")
     if (this.catalogTools.length > 0) this.addCatalogTools()
     this.unwatchCatalog = this.catalog?.watch((entry) => this.revoked(entry))
@@ -598,6 +577,29 @@ export class JitHarness implements Session {
   operationTools(): ReadonlyArray<{ readonly name: string; readonly description: string; readonly parameters: JsonSchema }> {
     const tools = this.operations === undefined ? [] : AsyncInvocations.tools
     return this.catalogTools.length === 0 ? tools : [...tools, ...this.catalogTools.map(({ description, name, parameters }) => ({ name, description, parameters }))]
+  }
+
+  private addOperationTools(policy: JitPolicy.JitPolicy): AsyncInvocations.AsyncInvocations {
+    const admission = this.admission
+    const operations: AsyncInvocations.AsyncInvocations = new AsyncInvocations.AsyncInvocations(
+      { callTool: (name, args, callOptions) => this.callTool(name, args, callOptions) },
+      {
+        maximumConcurrent: policy.maximumConcurrentInvocations,
+        maximumQueued: (): number => Math.max(0, policy.maximumInvocations - admission.usage().invocations),
+        maximumWaitSeconds: policy.shortInvocationTimeoutSeconds,
+        clock: this.clock
+      }
+    )
+    const handlers = operations.handlers()
+    for (const definition of AsyncInvocations.tools) {
+      this.registry.addManagement({
+        origin: "management",
+        name: definition.name,
+        validate: Validator.compile(definition.parameters, "draft-07"),
+        handler: handlers[definition.name]!
+      })
+    }
+    return operations
   }
 
   /** Tells this session's subscribers that a catalog version one of its tools runs was revoked. */
