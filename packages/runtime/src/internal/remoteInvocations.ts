@@ -27,6 +27,7 @@ import { TransportError } from "../TransportError.js"
 import type * as WireError from "../WireError.js"
 import * as WorkerProtocol from "../WorkerProtocol.js"
 import type { Capabilities } from "./capabilities.js"
+import * as ExactInvoke from "./exactInvoke.js"
 import type * as Heartbeats from "./heartbeats.js"
 import { noWorker } from "./missingServers.js"
 import * as Wire from "./wire.js"
@@ -95,6 +96,8 @@ const sendUntilAnswered = async (
     if (watched !== undefined) options.watchdog.heard(watched)
     try {
       const reply = await transport.request(subject, body, { timeoutMs: Math.max(1, deadline + graceMs - now()), signal, headers })
+      const ok = ExactInvoke.ok(reply.data)
+      if (ok !== undefined) return ok.value
       const answer = valueOf(reply, subject)
       return Either.isRight(answer) ? answer.right : rethrow(answer.left)
     } catch (error) {
