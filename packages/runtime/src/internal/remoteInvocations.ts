@@ -65,6 +65,12 @@ const rethrow = (error: WireError.WireError): never => {
 const decodeMetadata = Schema.decodeUnknownEither(WorkerProtocol.Metadata)
 const encodeCancel = Schema.encodeSync(WorkerProtocol.CancelMessage)
 
+/** Where a message goes, and the lease it carries. */
+interface Route {
+  readonly subject: Subject.Subject
+  readonly leaseId: Ids.LeaseId | undefined
+}
+
 /** What sending shares. */
 interface Env {
   readonly options: Options
@@ -72,7 +78,7 @@ interface Env {
   readonly now: () => number
   /** Pauses by the context's `Clock` (a `Busy` answer's back-off). */
   readonly sleep: (ms: number) => Promise<void>
-  readonly route: (registered: Registered) => { readonly subject: Subject.Subject; readonly leaseId: Ids.LeaseId | undefined }
+  readonly route: (registered: Registered) => Route
   readonly cancel: (sessionId: Ids.SessionId, callId: string, capability: WorkerProtocol.Capability) => void
 }
 
@@ -212,11 +218,18 @@ export const make = (options: Options): Effect.Effect<RemoteInvocations, never, 
       return found
     }
 
+    /** The route each activation last took, and the grant it was built for: the same grant takes it again, unchecked. */
+    const routes = new WeakMap<Registered, { readonly grant: Admission.Grant | undefined; readonly route: Route }>()
+
     /** Where a message of the activation goes now, and the lease it carries. */
-    const route = (registered: Registered): { readonly subject: Subject.Subject; readonly leaseId: Ids.LeaseId | undefined } => {
+    const route = (registered: Registered): Route => {
       const grant = registered.host.grant?.()
+      const last = routes.get(registered)
+      if (last !== undefined && last.grant === grant) return last.route
       // the lease id is the coordinator's (a LeaseId it decoded); the worker decodes it again at its hop
-      return { subject: subjectOf(grant, registered.fields.language), leaseId: grant?.id as Ids.LeaseId | undefined }
+      const built = { subject: subjectOf(grant, registered.fields.language), leaseId: grant?.id as Ids.LeaseId | undefined }
+      routes.set(registered, { grant, route: built })
+      return built
     }
 
     const cancel = (sessionId: Ids.SessionId, callId: string, capability: WorkerProtocol.Capability) => {
