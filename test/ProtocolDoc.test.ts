@@ -12,7 +12,7 @@
  *   shows an invalid message on purpose is fenced ```json no-check), and every coordinator request
  *   in an example is accepted by a real coordinator's decoder.
  */
-import { JitHarnessProfile, JitToolEvent } from "@jitbox/core"
+import { JitToolEvent } from "@jitbox/core"
 import {
   Coordinator,
   CoordinatorProtocol,
@@ -24,6 +24,7 @@ import {
   MemoryTransport,
   ServiceDiscovery,
   SessionProtocol,
+  StreamProtocol,
   Subject,
   Transport,
   WireError,
@@ -192,9 +193,8 @@ const kinds = (): Array<string> => [
   kindOf(WorkerProtocol.Heartbeat),
   kindOf(WorkerCapacity.CapacityReport),
   ...CoordinatorProtocol.kinds,
-  // StreamPublisher's two kinds, spelled in its code (it exports no schema of them)
-  "event",
-  "profile_record"
+  kindOf(StreamProtocol.EventBatch),
+  kindOf(StreamProtocol.RecordBatch)
 ]
 
 /** Every operation of every protocol table, with the wire names of its request's fields (renames applied). */
@@ -305,11 +305,6 @@ const discoveryResponses: Record<string, Schema.Schema.Any> = {
   [ServiceDiscovery.responseTypes.STATS]: ServiceDiscovery.StatsResponse
 }
 
-const SessionProfileRecord = Schema.extend(
-  JitHarnessProfile.ProfileRecord,
-  Schema.Struct({ session_id: Schema.String, parent_call_id: Schema.NullOr(Schema.String), depth: Schema.Number })
-)
-
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** What is wrong with an `ok` value the page shows, when its shape says what it is. */
@@ -362,10 +357,10 @@ const check = (value: Record<string, unknown>): string | undefined => {
       return decodes(WorkerProtocol.Heartbeat, value)
     case "capacity":
       return decodes(WorkerCapacity.CapacityReport, value)
-    case "event":
-      return decodes(JitToolEvent.JitToolEvent, value.event)
-    case "profile_record":
-      return decodes(SessionProfileRecord, value.record)
+    case "events":
+      return decodes(StreamProtocol.EventBatch, value)
+    case "records":
+      return decodes(StreamProtocol.RecordBatch, value)
     default:
       if (Object.hasOwn(SessionProtocol.manageRequests, kind)) return decodes(SessionProtocol.ManageRequest, value)
       if ((CoordinatorProtocol.kinds as ReadonlyArray<string>).includes(kind)) return undefined // sent to a coordinator below

@@ -1,10 +1,11 @@
 /**
  * `jitbox events tail [--session SID]`: the namespace's events as they happen, from the
- * `events.<sid>.<name>` subjects every session host publishes (`StreamPublisher`). Each message
- * is decoded with the core's event schema (`JitToolEvent`, in the runtime's envelope); what does
- * not decode, or is larger than any event, is skipped. A call's duration is the one its session
- * measured: the `duration_ms` of its profile record (`profile.<sid>`, published just before its
- * `jit_tool_completed`), never the time between two arrivals here; a completion whose record has
+ * `events.<sid>` subjects every session host publishes its batches of events on
+ * (`StreamPublisher`, `StreamProtocol`). Each event is decoded with the core's event schema
+ * (`JitToolEvent`); what does not decode, or a batch larger than any batch, is skipped. A call's
+ * duration is the one its session measured: the `duration_ms` of its profile record
+ * (`profile.<sid>`, published just before its `jit_tool_completed`), never the time between two
+ * arrivals here; a completion whose record has
  * not arrived waits for it up to `recordGrace`, and is shown without a duration when none comes.
  *
  * On a terminal it draws a live table, redrawn in place at most four times a second: per tool
@@ -22,7 +23,7 @@
 import { Command, HelpDoc, Options } from "@effect/cli"
 import { type HarnessError, JitToolEvent } from "@jitbox/core"
 import { NatsConnection, NatsTransport } from "@jitbox/nats"
-import { Envelope, Ids, Subject, Transport, type TransportError } from "@jitbox/runtime"
+import { Ids, StreamProtocol, Subject, Transport, type TransportError } from "@jitbox/runtime"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -57,18 +58,8 @@ export interface Received {
   readonly durationMs: number | undefined
 }
 
-/** The envelope `StreamPublisher` sends events in. @since 0.1.0 @category schemas */
-export const EventMessage = Schema.Struct({ v: Schema.Literal(Envelope.version), kind: Schema.Literal("event"), event: JitToolEvent.JitToolEvent })
-
-/** No event is larger; a larger message is skipped unread. @since 0.1.0 @category constants */
-export const maxEventBytes = 16_384
-
-/** The part of the envelope of a profile record (`StreamPublisher`) that times a call. @since 0.1.0 @category schemas */
-export const ProfileRecordMessage = Schema.Struct({
-  v: Schema.Literal(Envelope.version),
-  kind: Schema.Literal("profile_record"),
-  record: Schema.Struct({ session_id: Schema.String, call_id: Schema.String, duration_ms: Schema.NonNegative })
-})
+/** The part of a profile record (`StreamProtocol.RecordBatch`) that times a call. @since 0.1.0 @category schemas */
+export const TimingRecord = Schema.Struct({ session_id: Schema.String, call_id: Schema.String, duration_ms: Schema.NonNegative })
 
 /** A call's duration, as its session measured it. @since 0.1.0 @category models */
 export interface Timing {
@@ -80,42 +71,26 @@ export interface Timing {
 /** How long a completion waits for its profile record before it is shown without a duration. @since 0.1.0 @category constants */
 export const recordGrace = Duration.millis(250)
 
-const decodeMessage = Schema.decodeUnknownEither(EventMessage)
-const decodeRecord = Schema.decodeUnknownEither(ProfileRecordMessage)
-const textDecoder = new TextDecoder()
-
-const parse = (data: Uint8Array): unknown => {
-  if (data.length > maxEventBytes) return undefined
-  try {
-    return JSON.parse(textDecoder.decode(data))
-  } catch {
-    return undefined
-  }
-}
-
 /**
- * The timing a profile record message holds, or none when it is not one.
+ * The timings a batch of profile records holds (none when it is not one).
  *
  * @since 0.1.0
  * @category codecs
  */
-export const decodeTiming = (data: Uint8Array): Option.Option<Timing> => {
-  const decoded = decodeRecord(parse(data))
-  return decoded._tag === "Right"
-    ? Option.some({ sessionId: decoded.right.record.session_id, callId: decoded.right.record.call_id, durationMs: decoded.right.record.duration_ms })
-    : Option.none()
-}
+export const decodeTimings = (data: Uint8Array): Array<Timing> =>
+  StreamProtocol.decodeItems("records", TimingRecord, data).map((record) => ({
+    sessionId: record.session_id,
+    callId: record.call_id,
+    durationMs: record.duration_ms
+  }))
 
 /**
- * The event a message holds, or none when it is not one.
+ * The events a batch holds (none when it is not one).
  *
  * @since 0.1.0
  * @category codecs
  */
-export const decodeEvent = (data: Uint8Array): Option.Option<JitToolEvent.JitToolEvent> => {
-  const decoded = decodeMessage(parse(data))
-  return decoded._tag === "Right" ? Option.some(decoded.right.event) : Option.none()
-}
+export const decodeEvents = (data: Uint8Array): Array<JitToolEvent.JitToolEvent> => StreamProtocol.decodeEvents(data)
 
 interface ToolStats {
   running: number
@@ -345,7 +320,7 @@ const tail = Command.make(
       const stdout = process.stdout
       const live = !config.json && Progress.isTerminal(stdout)
       const tally = new Tally()
-      yield* Effect.forkScoped(Stream.runForEach(Stream.filterMap(timings, (message) => decodeTiming(message.data)), (timing) => Effect.sync(() => tally.time(timing))))
+      yield* Effect.forkScoped(Stream.runForEach(timings, (message) => Effect.sync(() => decodeTimings(message.data).forEach((timing) => tally.time(timing)))))
       const title = `jitbox events ${namespace}${Option.match(sessionId, { onNone: () => "", onSome: (id) => ` session ${id}` })}`
       let drawn = 0
       let dirty = true
@@ -367,7 +342,7 @@ const tail = Command.make(
       }
       let received = 0
       const events = stream.pipe(
-        Stream.filterMap((message) => decodeEvent(message.data)),
+        Stream.flatMap((message) => Stream.fromIterable(decodeEvents(message.data))),
         Stream.filter((event) => Option.isNone(sessionId) || event.payload.session_id === sessionId.value),
         (events) => Option.isSome(config.count) ? Stream.take(events, config.count.value) : events,
         Stream.runForEach((event) =>

@@ -24,17 +24,28 @@ const completed = (callId: string): JitToolEvent.JitToolEvent => ({
   payload: { session_id: "s1", tool_call_id: callId, tool_name: "square", origin: "code", success: true, error_type: null }
 })
 
-const recordMessage = (callId: string, durationMs: number) =>
-  new TextEncoder().encode(JSON.stringify({
-    v: 2,
-    kind: "profile_record",
-    record: { call_id: callId, tool_name: "square", origin: "code", status: "completed", duration_ms: durationMs, session_id: "s1", parent_call_id: null, depth: 0 }
-  }))
+const record = (callId: string, durationMs: number) => ({
+  call_id: callId,
+  tool_name: "square",
+  origin: "code",
+  status: "completed",
+  duration_ms: durationMs,
+  session_id: "s1",
+  parent_call_id: null,
+  depth: 0
+})
+
+const batch = (kind: "events" | "records", items: ReadonlyArray<unknown>) => new TextEncoder().encode(JSON.stringify({ v: 2, kind, [kind]: items }))
 
 describe("jitbox events tail: durations from the profile records", () => {
-  it("a profile record message decodes to its call's timing; an event message does not", () => {
-    assert.deepStrictEqual(EventsCommand.decodeTiming(recordMessage("c1", 41.5)), Option.some({ sessionId: "s1", callId: "c1", durationMs: 41.5 }))
-    assert.isTrue(Option.isNone(EventsCommand.decodeTiming(new TextEncoder().encode(JSON.stringify({ v: 2, kind: "event", event: started("c1") })))))
+  it("a batch of profile records decodes to its calls' timings, skipping a record without one; an events batch holds none", () => {
+    assert.deepStrictEqual(EventsCommand.decodeTimings(batch("records", [record("c1", 41.5), { call_id: "c2" }, record("c3", 2)])), [
+      { sessionId: "s1", callId: "c1", durationMs: 41.5 },
+      { sessionId: "s1", callId: "c3", durationMs: 2 }
+    ])
+    assert.deepStrictEqual(EventsCommand.decodeTimings(batch("events", [started("c1")])), [])
+    assert.deepStrictEqual(EventsCommand.decodeEvents(batch("events", [started("c1"), completed("c1")])), [started("c1"), completed("c1")])
+    assert.deepStrictEqual(EventsCommand.decodeEvents(batch("records", [record("c1", 1)])), [])
   })
 
   it("start and completion arriving at the same instant: the duration is the record's, in the line and the table", () => {

@@ -235,14 +235,14 @@ describe("a namespace run with the authorization of `jitbox auth config`", () =>
     observer.nc.subscribe(`${p}.events.>`, { callback: (_error, message) => forged.push(new TextDecoder().decode(message.data)) })
     await observer.nc.flush()
     nc.publish(`${p}.workers.cancel`, encode({ v: 2, kind: "cancel", session_id: "victim", call_id: "x", capability: "AAAAAAAAAAAAAAAAAAAAAA" }))
-    nc.publish(`${p}.events.victim.jit_tool_completed`, encode({ v: 2, kind: "event", event: { type: "CUSTOM", name: "jit_tool_completed", payload: { forged: true } } }))
+    nc.publish(`${p}.events.victim`, encode({ v: 2, kind: "events", events: [{ type: "CUSTOM", name: "jit_tool_completed", payload: { forged: true } }] }))
     for (const op of ["admit", "renew", "release", "verify"]) {
       nc.publish(`${p}.coordinator.app.${op}`, encode({ v: 2, kind: op, session_id: "victim" }))
       nc.publish(`${p}.coordinator.sessions.${op}`, encode({ v: 2, kind: op, session_id: "victim" }))
     }
     await nc.flush()
     await new Promise((resolve) => setTimeout(resolve, 1_000))
-    for (const subject of ["workers.cancel", "events.victim.jit_tool_completed", "coordinator.app.admit", "coordinator.app.release", "coordinator.sessions.admit", "coordinator.sessions.release"]) {
+    for (const subject of ["workers.cancel", "events.victim", "coordinator.app.admit", "coordinator.app.release", "coordinator.sessions.admit", "coordinator.sessions.release"]) {
       expect(refusals.some((refusal) => refusal.includes(`Publish to "${p}.${subject}"`)), `${subject}: ${refusals.join("; ")}`).toBe(true)
     }
     expect(forged.filter((text) => text.includes("forged"))).toEqual([])

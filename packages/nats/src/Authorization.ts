@@ -186,7 +186,7 @@ export const principals = (options: AuthorizationOptions): ReadonlyArray<Princip
           `${p}.node.*.*.invoke`,
           `${p}.workers.cancel`,
           ...coordinator(name, ["admit", "renew", "release", "policy"]),
-          `${p}.events.>`,
+          `${p}.events.*`,
           `${p}.profile.*`,
           ...bucketApi(snapshots),
           ...bucketApi(owners),
@@ -200,7 +200,7 @@ export const principals = (options: AuthorizationOptions): ReadonlyArray<Princip
     ...(options.applications ?? ["app"]).map((name) =>
       principal(checkName("application", name), "application", {
         publish: [`${p}.session.*.call`, `${p}.session.*.manage`, `${p}.sessions.activate`],
-        subscribe: [`${p}.events.>`],
+        subscribe: [`${p}.events.*`],
         allowResponses: false
       })
     ),
@@ -211,7 +211,7 @@ export const principals = (options: AuthorizationOptions): ReadonlyArray<Princip
     ...(options.observers ?? ["observer"]).map((name) =>
       principal(checkName("observer", name), "observer", {
         publish: ["$SRV.>"],
-        subscribe: [`${p}.events.>`, `${p}.profile.*`],
+        subscribe: [`${p}.events.*`, `${p}.profile.*`],
         allowResponses: false
       })
     )

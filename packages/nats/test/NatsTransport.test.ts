@@ -130,7 +130,7 @@ describe("NatsTransport with a real server", () => {
         assert.deepStrictEqual(after, Array.from({ length: 20 }, (_, i) => `reply:done:after${i}`))
 
         // The subscription made before the outage was re-established by the client.
-        responder.publish(Subject.events(prefix, Ids.sessionId("s1"), Ids.token("jit_tool_started")), "after the restart")
+        responder.publish(Subject.events(prefix, Ids.sessionId("s1")), "after the restart")
         const event = yield* Stream.runHead(events).pipe(
           Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("no event after the restart") })
         )

@@ -178,8 +178,21 @@ export const decodeKind = <const M extends Record<string, Schema.Schema<any, any
   subject: string
 ): Either.Either<Schema.Schema.Type<M[keyof M]>, ProtocolError> => {
   const parsed = parse(data, subject)
-  if (Either.isLeft(parsed)) return Either.left(parsed.left)
-  const kind = parsed.right.kind
+  return Either.isLeft(parsed) ? Either.left(parsed.left) : decodeKindParsed(members, parsed.right, subject)
+}
+
+/**
+ * Decodes a parsed message (`parse`) with the schema of its `kind` among `members`, as `decodeKind`.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decodeKindParsed = <const M extends Record<string, Schema.Schema<any, any>>>(
+  members: M,
+  parsed: Record<string, unknown>,
+  subject: string
+): Either.Either<Schema.Schema.Type<M[keyof M]>, ProtocolError> => {
+  const kind = parsed.kind
   if (typeof kind !== "string" || !Object.hasOwn(members, kind)) {
     return Either.left(decodeError(
       subject,
@@ -188,7 +201,7 @@ export const decodeKind = <const M extends Record<string, Schema.Schema<any, any
       }`
     ))
   }
-  return decodeParsed(members[kind]!, parsed.right, subject)
+  return decodeParsed(members[kind]!, parsed, subject)
 }
 
 type Codec = (u: unknown) => Either.Either<unknown, ParseResult.ParseError>

@@ -36,6 +36,16 @@ const describeBadCharacters = (input: string): string => {
   ).join(", ")
 }
 
+/**
+ * Whether `input` is a token of at most `maxLength` characters: what the id schemas accept, as a
+ * plain check (for a hand decoder on the hot path).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isTokenText = (input: string, maxLength: number = maxIdLength): boolean =>
+  input.length > 0 && input.length <= maxLength && tokenPattern.test(input)
+
 const tokenCheck = (what: string, maxLength: number) => (input: string): true | string => {
   if (input.length === 0) return `${what} is empty`
   if (input.length > maxLength) return `${what} is ${input.length} characters long; at most ${maxLength} are allowed`

@@ -78,13 +78,15 @@ export const make = (
     const hold = new LeaseHold(options.sessionId, admitted, options.retryMs ?? 1_000, () => clock.unsafeCurrentTimeMillis(), wake)
     yield* LeaseRelease.onClose(hold, client)
     yield* LeaseRenewal.fork(hold, client)
+    // one grant per lease id, read on every call: a runner keeps the route it built for it
+    let grant: Admission.Grant = { id: hold.lease.id, location: admitted.location, sandboxNodeId: admitted.capability.sandboxNodeId }
     return {
       ...LeaseSpending.admission(hold),
       capability: admitted.capability,
       deploymentConsent: hold.consent,
       location: admitted.location,
       lease: () => hold.lease,
-      grant: () => ({ id: hold.lease.id, location: admitted.location, sandboxNodeId: admitted.capability.sandboxNodeId }),
+      grant: () => grant.id === hold.lease.id ? grant : (grant = { ...grant, id: hold.lease.id }),
       expired: hold.expired,
       renewals: () => hold.renewals
     }

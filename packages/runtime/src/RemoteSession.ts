@@ -11,10 +11,10 @@
  * session may still have run the call, or may run it later), `Busy` that the session refused it
  * unrun.
  *
- * Its events: `events` (Effect, a `Stream`) and `listen` (Promise) follow `events.<sid>.>`, where
+ * Its events: `events` (Effect, a `Stream`) and `listen` (Promise) follow `events.<sid>`, where
  * the host's `StreamPublisher` puts every `jit_tool_*` event of the session and a
- * `jit_events_dropped` notice when some were lost; each message is decoded with the event schema
- * and one that does not decode is skipped.
+ * `jit_events_dropped` notice when some were lost, in batches (`StreamProtocol`); each event is
+ * decoded with the event schema and one that does not decode is skipped.
  *
  * When nobody serves the session, the client asks the hosts (`sessions.activate`) to activate
  * it and sends the message again, once. While the claim of a host that died still holds the
@@ -36,8 +36,6 @@ import * as Either from "effect/Either"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Envelope from "./Envelope.js"
@@ -48,6 +46,7 @@ import * as Protocol from "./Protocol.js"
 import { RemoteExecutionError } from "./RemoteExecutionError.js"
 import type { CallOptions, SessionApi } from "./SessionApi.js"
 import * as SessionProtocol from "./SessionProtocol.js"
+import * as StreamProtocol from "./StreamProtocol.js"
 import * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
 import { isTransportError, TransportError } from "./TransportError.js"
@@ -104,7 +103,7 @@ export class RemoteSession implements SessionApi {
   private readonly traceHeaders: (() => Transport.Headers | undefined) | undefined
   private readonly watch: CallWatch
 
-  /** The session's events subject pattern (`events.<sid>.>`). */
+  /** The session's events subject (`events.<sid>`). */
   readonly eventsPattern: Subject.Pattern
 
   constructor(readonly transport: Transport.TransportShape, sessionId: string, options: RemoteSessionOptions) {
@@ -359,13 +358,10 @@ export const definitions: ManageEffects["definitions"] = manageEffects.definitio
 /** @since 0.1.0 @category application API */
 export const forget: ManageEffects["forget"] = manageEffects.forget
 
-const EventMessage = Schema.Struct({ v: Schema.Literal(Envelope.version), kind: Schema.Literal("event"), event: JitToolEvent.JitToolEvent })
-const decodeEvent = Schema.decodeUnknownOption(Schema.parseJson(EventMessage))
-
 /**
  * The session's events as they are published, from the moment the subscription is in place (the
- * transport's bounded subscription: a subscriber that falls behind loses the oldest); a message
- * that does not decode as an event is skipped.
+ * transport's bounded subscription: a subscriber that falls behind loses the oldest batches); an
+ * event that does not decode is skipped.
  *
  * @since 0.1.0
  * @category streams
@@ -376,8 +372,5 @@ export const events = (
   Effect.map(
     session.transport.subscribe(session.eventsPattern),
     (stream) =>
-      Stream.filterMap(stream, (message) => {
-        const decoded = decodeEvent(Transport.text(message))
-        return decoded._tag === "Some" ? Option.some(decoded.value.event) : Option.none()
-      })
+      Stream.flatMap(stream, (message) => Stream.fromIterable(StreamProtocol.decodeEvents(message.data, message.subject)))
   )

@@ -1,19 +1,18 @@
 /**
- * Publishes what every harness in its context emits: each `jit_tool_*` event on
- * `events.<sid>.<name>` and each finished attempt's profile record on `profile.<sid>`, in the
- * runtime's envelope:
+ * Publishes what every harness in its context emits: each turn of the event loop, a session's
+ * `jit_tool_*` events leave as one batch on `events.<sid>` and its finished attempts' profile
+ * records as one batch on `profile.<sid>` (`StreamProtocol`):
  *
- *     {"v":2,"kind":"event","event":{"type":"CUSTOM","name":"jit_tool_started","payload":{…}}}
- *     {"v":2,"kind":"profile_record","record":{"call_id":"…","tool_name":"add",…,"session_id":"s1","parent_call_id":null,"depth":0}}
+ *     {"v":2,"kind":"events","events":[{"type":"CUSTOM","name":"jit_tool_started","payload":{…}},…]}
+ *     {"v":2,"kind":"records","records":[{"call_id":"…","tool_name":"add",…,"session_id":"s1","parent_call_id":null,"depth":0},…]}
  *
  * Publishing never blocks dispatch: the core's sinks are called synchronously on the dispatch
  * path, so they only append to a bounded queue, which is drained to the `Transport` once per turn
- * of the event loop (what one turn queued leaves together) until the layer's scope closes. When
- * the queue is full the message is dropped and counted per session; the loss is published in-band
- * as a `jit_events_dropped` event (with the count) on that session's events subject before its
- * next event, or by the drain once the queue has room. A publish the transport refuses (closed,
- * reconnecting) counts as a loss the same way. A record or event whose session id cannot be a
- * subject token is not published.
+ * of the event loop until the layer's scope closes. When the queue is full an item is dropped and
+ * counted per session; the loss is published in-band as a `jit_events_dropped` event (with the
+ * count) in that session's events before its next event, or by the drain once the queue has room.
+ * A publish the transport refuses (closed, reconnecting) counts as a loss of its batch's items the
+ * same way. A record or event whose session id cannot be a subject token is not published.
  *
  * @since 0.1.0
  */
@@ -23,16 +22,15 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import * as Envelope from "./Envelope.js"
-import * as Ids from "./Ids.js"
-import * as Subject from "./Subject.js"
+import * as StreamProtocol from "./StreamProtocol.js"
+import type * as Subject from "./Subject.js"
 import * as Transport from "./Transport.js"
-import { eventMessage, PublishQueue } from "./internal/publishQueue.js"
+import { PublishQueue } from "./internal/publishQueue.js"
 
 /** @since 0.1.0 @category models */
 export interface StreamPublisherOptions {
   readonly prefix: Subject.Prefix
-  /** How many messages wait for the transport at most (≥ 1); more are dropped and reported. */
+  /** How many events and records wait for the transport at most (≥ 1); more are dropped and reported. */
   readonly queueSize?: number | undefined
 }
 
@@ -47,7 +45,7 @@ export const defaults = {
 export interface StreamPublisherShape {
   readonly events: EventSink.EventSinkShape
   readonly profile: ProfileSink.ProfileSinkShape
-  /** Messages waiting for the transport. */
+  /** Events and records waiting for the transport. */
   readonly pending: () => number
 }
 
@@ -66,22 +64,17 @@ export const make = (
     if (!Number.isInteger(capacity) || capacity < 1) {
       return yield* Effect.dieMessage(`queueSize must be an integer ≥ 1, got ${capacity}`)
     }
-    const prefix = options.prefix
-    const queue = new PublishQueue(transport, prefix, capacity, defaults.retryMs)
+    const queue = new PublishQueue(transport, options.prefix, capacity, defaults.retryMs)
     yield* Effect.addFinalizer(() => Effect.sync(() => queue.close()))
 
     return {
       events: {
         emit: (event) =>
-          queue.enqueue(
-            event.payload.session_id,
-            (session) => Subject.events(prefix, session, Ids.token(event.name)),
-            () => eventMessage(event)
-          )
+          queue.enqueue("events", event.payload.session_id, () => StreamProtocol.eventItem(event))
       },
       profile: {
         record: (record) =>
-          queue.enqueue(record.session_id, (session) => Subject.profile(prefix, session), () => Envelope.encode("profile_record", { record }))
+          queue.enqueue("records", record.session_id, () => JSON.stringify(record))
       },
       pending: () => queue.pending
     }

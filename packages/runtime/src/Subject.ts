@@ -16,8 +16,8 @@
  * | `<prefix>.session.<sessionId>.package` | the session's `RemoteCodeRunner` | a worker fetches a code package by version, in chunks |
  * | `<prefix>.session.<sessionId>.heartbeat` | the session's `RemoteCodeRunner` | workers say which of its calls they run (published) |
  * | `<prefix>.workers.cancel` | every worker | cancel a running invocation by (session, call id) (published) |
- * | `<prefix>.events.<sessionId>.<event>` | anyone | `jit_tool_*` and lifecycle events |
- * | `<prefix>.profile.<sessionId>` | anyone | one profiling record per finished attempt |
+ * | `<prefix>.events.<sessionId>` | anyone | the session's `jit_tool_*` events, a batch per turn of its host's event loop (`StreamProtocol`) |
+ * | `<prefix>.profile.<sessionId>` | anyone | the session's profiling records (one per finished attempt), a batch per turn |
  * | `<prefix>.workers.capacity` | coordinators | each worker's capacity, published periodically and on change |
  * | `$SRV.<verb>[.<name>[.<id>]]` | every worker and coordinator (no queue group) | NATS service discovery (ADR-32): `PING`, `INFO`, `STATS` |
  *
@@ -171,15 +171,14 @@ export const workerCancel = (prefix: Prefix): Subject => subject(`${prefix}.work
 /** Each worker's capacity report, published periodically and on change, read by every coordinator. @since 0.1.0 @category subjects */
 export const workersCapacity = (prefix: Prefix): Subject => subject(`${prefix}.workers.capacity`)
 
-/** One event of one session. @since 0.1.0 @category subjects */
-export const events = (prefix: Prefix, session: Ids.SessionId, event: Ids.Token): Subject =>
-  subject(`${prefix}.events.${session}.${event}`)
+/** The event batches of one session, to publish on. @since 0.1.0 @category subjects */
+export const events = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.events.${session}`)
 
-/** Every event of one session. @since 0.1.0 @category patterns */
-export const sessionEvents = (prefix: Prefix, session: Ids.SessionId): Pattern => pattern(`${prefix}.events.${session}.>`)
+/** The event batches of one session, to subscribe to. @since 0.1.0 @category patterns */
+export const sessionEvents = (prefix: Prefix, session: Ids.SessionId): Pattern => pattern(`${prefix}.events.${session}`)
 
-/** Every event of every session of the namespace: `events.*.>`. @since 0.1.0 @category patterns */
-export const allEvents = (prefix: Prefix): Pattern => pattern(`${prefix}.events.*.>`)
+/** The event batches of every session of the namespace: `events.*`. @since 0.1.0 @category patterns */
+export const allEvents = (prefix: Prefix): Pattern => pattern(`${prefix}.events.*`)
 
 /** The profiling records of one session. @since 0.1.0 @category subjects */
 export const profile = (prefix: Prefix, session: Ids.SessionId): Subject => subject(`${prefix}.profile.${session}`)

@@ -61,6 +61,7 @@ import type * as Scope from "effect/Scope"
 import * as Envelope from "./Envelope.js"
 import * as Ids from "./Ids.js"
 import { Activations } from "./internal/activations.js"
+import * as ExactInvoke from "./internal/exactInvoke.js"
 import * as Heartbeats from "./internal/heartbeats.js"
 import * as Invocations from "./internal/invocations.js"
 import * as LeaseVerification from "./internal/leaseVerification.js"
@@ -207,7 +208,10 @@ const workerRequests = Protocol.requests(WorkerProtocol.worker)
 const handler = (parts: Parts, language: CodeLanguage, slots: Slots.Slots | undefined): Transport.Handler => (request) => {
   const pinned = slots === undefined
   const subject = request.subject
-  const decoded = Envelope.decodeKind(workerRequests, request.data, subject)
+  const parsed = Envelope.parse(request.data, subject)
+  if (Either.isLeft(parsed)) return Envelope.error(parsed.left)
+  const exact = ExactInvoke.invoke(parsed.right)
+  const decoded = exact === undefined ? Envelope.decodeKindParsed(workerRequests, parsed.right, subject) : Either.right(exact)
   if (Either.isLeft(decoded)) return Envelope.error(decoded.left)
   const message = decoded.right
   if (Envelope.valueTooLarge(message.kind === "invoke" ? message.args : undefined, request.data.length)) {

@@ -42,10 +42,13 @@ export const Language = Schema.Literal("javascript", "typescript", "python", "ba
 /** A field named `key` on the wire. */
 const wire = <S extends Schema.Schema.All>(schema: S, key: string) => Schema.propertySignature(schema).pipe(Schema.fromKey(key))
 
+/** What a capability looks like: 22 characters of base64url. @since 0.1.0 @category constants */
+export const capabilityPattern = /^[A-Za-z0-9_-]{22}$/
+
 /**
  * A capability: 128 random bits, base64url (22 characters). @since 0.1.0 @category schemas
  */
-export const Capability = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{22}$/), Schema.brand("@jitbox/runtime/Capability"))
+export const Capability = Schema.String.pipe(Schema.pattern(capabilityPattern), Schema.brand("@jitbox/runtime/Capability"))
 
 /** @since 0.1.0 @category models */
 export type Capability = typeof Capability.Type

@@ -146,6 +146,11 @@ export * as StreamPublisher from "./StreamPublisher.js"
 /**
  * @since 0.1.0
  */
+export * as StreamProtocol from "./StreamProtocol.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as ServiceDiscovery from "./ServiceDiscovery.js"
 
 /**

@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
 import * as Embedded from "../src/Embedded.js"
+import * as StreamProtocol from "../src/StreamProtocol.js"
 import * as Subject from "../src/Subject.js"
 import { add, twiceSource } from "../../core/test/fixtures.js"
 
@@ -26,7 +27,7 @@ describe("Embedded", () => {
       const runtime = yield* Embedded.make({ harness: { tools: [add], policy: { allowedLanguages: ["JavaScript"] } } })
       const events: Array<string> = []
       const stream = yield* runtime.transport.subscribe(Subject.allEvents(runtime.prefix))
-      yield* Effect.forkScoped(Stream.runForEach(stream, (message) => Effect.sync(() => events.push(message.subject))))
+      yield* Effect.forkScoped(Stream.runForEach(stream, (message) => Effect.sync(() => events.push(...StreamProtocol.decodeEvents(message.data).map((event) => `${message.subject} ${event.name}`)))))
       const session = runtime.sessions.get("s1")
       yield* Effect.promise(() => session.createTool({ entrypoint: "twice", source: twiceSource }))
       assert.strictEqual(yield* Effect.promise(() => session.callTool("twice", { value: 21 })), 42)
@@ -34,10 +35,10 @@ describe("Embedded", () => {
       const profile = yield* Effect.promise(() => session.profile("add"))
       assert.strictEqual(profile.calls.at(-1)?.caller_tool_name, "twice")
       assert.isAtLeast(runtime.coordinator.requests(), 2, "admitted, and the lease checked by the worker")
-      for (let i = 0; i < 100 && !events.includes(`${runtime.prefix}.events.s1.jit_tool_completed`); i++) {
+      for (let i = 0; i < 100 && !events.includes(`${runtime.prefix}.events.s1 jit_tool_completed`); i++) {
         yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
       }
-      assert.include(events, `${runtime.prefix}.events.s1.jit_tool_completed`)
+      assert.include(events, `${runtime.prefix}.events.s1 jit_tool_completed`)
     }).pipe(Effect.scoped), 60_000)
 
   it.live("start/close, the Promise face: without consent no code runs; closing leaves no child process", () =>

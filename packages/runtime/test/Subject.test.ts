@@ -25,7 +25,7 @@ describe("Subject", () => {
         Subject.sessionHeartbeat(p, s),
         Subject.workerCancel(p),
         Subject.workersCapacity(p),
-        Subject.events(p, s, Ids.token("jit_tool_started")),
+        Subject.events(p, s),
         Subject.profile(p, s)
       ],
       [
@@ -40,7 +40,7 @@ describe("Subject", () => {
         "jitbox.prod.session.s1.heartbeat",
         "jitbox.prod.workers.cancel",
         "jitbox.prod.workers.capacity",
-        "jitbox.prod.events.s1.jit_tool_started",
+        "jitbox.prod.events.s1",
         "jitbox.prod.profile.s1"
       ]
     )
@@ -58,8 +58,8 @@ describe("Subject", () => {
         Subject.everything(p)
       ],
       [
-        "jitbox.prod.events.*.>",
-        "jitbox.prod.events.s1.>",
+        "jitbox.prod.events.*",
+        "jitbox.prod.events.s1",
         "jitbox.prod.profile.*",
         "jitbox.prod.session.s1.*",
         "jitbox.prod.coordinator.*.*",
@@ -89,7 +89,7 @@ describe("Subject", () => {
   })
 
   it("everything built is a literal subject or a valid pattern", () => {
-    assert.isTrue(Subject.isLiteral(Subject.events(p, s, Ids.token("x"))))
+    assert.isTrue(Subject.isLiteral(Subject.events(p, s)))
     assert.isFalse(Subject.isLiteral(Subject.allEvents(p)))
     assert.isTrue(Subject.isPattern(Subject.allEvents(p)))
     assert.isTrue(Subject.isPattern(Subject.profile(p, s)))
@@ -99,10 +99,14 @@ describe("Subject", () => {
 
   it("matching follows NATS: `*` is one token, `>` one or more trailing tokens", () => {
     const all = Subject.allEvents(p)
-    assert.isTrue(Subject.matches(all, "jitbox.prod.events.s1.jit_tool_started"))
-    assert.isTrue(Subject.matches(all, "jitbox.prod.events.s1.a.b"))
-    assert.isFalse(Subject.matches(all, "jitbox.prod.events.s1"))
-    assert.isFalse(Subject.matches(all, "jitbox.other.events.s1.x"))
+    assert.isTrue(Subject.matches(all, "jitbox.prod.events.s1"))
+    assert.isFalse(Subject.matches(all, "jitbox.prod.events.s1.jit_tool_started"))
+    assert.isFalse(Subject.matches(all, "jitbox.prod.events"))
+    assert.isFalse(Subject.matches(all, "jitbox.other.events.s1"))
+    const everything = Subject.everything(p)
+    assert.isTrue(Subject.matches(everything, "jitbox.prod.events.s1"))
+    assert.isTrue(Subject.matches(everything, "jitbox.prod.session.s1.call"))
+    assert.isFalse(Subject.matches(everything, "jitbox.prod"))
     const profiles = Subject.allProfiles(p)
     assert.isTrue(Subject.matches(profiles, "jitbox.prod.profile.s1"))
     assert.isFalse(Subject.matches(profiles, "jitbox.prod.profile.s1.extra"))

@@ -30,7 +30,6 @@ let namespaces = 0
 const freshPrefix = () => Subject.prefix(Ids.namespace(`conf${++namespaces}_${Math.random().toString(36).slice(2, 8)}`))
 
 const sid = Ids.sessionId
-const tok = Ids.token
 
 const collect = <E>(stream: Stream.Stream<Transport.Message, E>, count: number) =>
   stream.pipe(
@@ -79,24 +78,26 @@ export const transportConformance = (name: string, makeLayer: () => Layer.Layer<
           const all = yield* transport.subscribe(Subject.allEvents(prefix))
           const ofOne = yield* transport.subscribe(Subject.sessionEvents(prefix, sid("s1")))
           const profiles = yield* transport.subscribe(Subject.allProfiles(prefix))
-          transport.publish(Subject.events(prefix, sid("s1"), tok("jit_tool_started")), "a")
-          transport.publish(Subject.events(prefix, sid("s2"), tok("jit_tool_completed")), "b")
+          const everything = yield* transport.subscribe(Subject.everything(prefix))
+          transport.publish(Subject.events(prefix, sid("s1")), "a")
+          transport.publish(Subject.events(prefix, sid("s2")), "b")
           transport.publish(Subject.profile(prefix, sid("s1")), "p1")
           transport.publish(Subject.sessionCall(prefix, sid("s1")), "not an event")
-          transport.publish(Subject.events(Subject.prefix(Ids.namespace("other")), sid("s1"), tok("jit_tool_started")), "other namespace")
-          transport.publish(Subject.events(prefix, sid("s1"), tok("end")), "end")
+          transport.publish(Subject.events(Subject.prefix(Ids.namespace("other")), sid("s1")), "other namespace")
+          transport.publish(Subject.events(prefix, sid("s1")), "end")
           transport.publish(Subject.profile(prefix, sid("s2")), "p-end")
 
           const allMessages = yield* collect(all, 3)
           assert.deepStrictEqual(texts(allMessages), ["a", "b", "end"])
           assert.deepStrictEqual(allMessages.map((message) => message.subject), [
-            Subject.events(prefix, sid("s1"), tok("jit_tool_started")),
-            Subject.events(prefix, sid("s2"), tok("jit_tool_completed")),
-            Subject.events(prefix, sid("s1"), tok("end"))
+            Subject.events(prefix, sid("s1")),
+            Subject.events(prefix, sid("s2")),
+            Subject.events(prefix, sid("s1"))
           ])
           assert.deepStrictEqual(allMessages.map((message) => message.dropped), [0, 0, 0])
           assert.deepStrictEqual(texts(yield* collect(ofOne, 2)), ["a", "end"])
           assert.deepStrictEqual(texts(yield* collect(profiles, 2)), ["p1", "p-end"])
+          assert.deepStrictEqual(texts(yield* collect(everything, 6)), ["a", "b", "p1", "not an event", "end", "p-end"])
         })
       ))
 
@@ -136,7 +137,7 @@ export const transportConformance = (name: string, makeLayer: () => Layer.Layer<
           assert.isUndefined(seen[1]!.traceparent)
 
           const events = yield* transport.subscribe(Subject.sessionEvents(prefix, sid("s1")))
-          transport.publish(Subject.events(prefix, sid("s1"), tok("traced")), "t", { traceparent })
+          transport.publish(Subject.events(prefix, sid("s1")), "t", { traceparent })
           const [message] = yield* collect(events, 1)
           assert.strictEqual(message!.headers.traceparent, traceparent)
 
@@ -335,7 +336,7 @@ export const transportConformance = (name: string, makeLayer: () => Layer.Layer<
           const stream = yield* Scope.extend(transport.subscribe(Subject.sessionEvents(prefix, sid("scoped"))), scope)
           const reading = yield* Effect.fork(Stream.runCollect(stream))
           assert.strictEqual(Transport.text(yield* Effect.promise(() => transport.request(subject, "x", { timeoutMs: 5_000 }))), "echo:x")
-          transport.publish(Subject.events(prefix, sid("scoped"), tok("before")), "before")
+          transport.publish(Subject.events(prefix, sid("scoped")), "before")
           // The request is a barrier: the event was delivered before its reply came back.
           yield* Effect.promise(() => transport.request(subject, "barrier", { timeoutMs: 5_000 }))
           yield* Scope.close(scope, Exit.void)

@@ -19,7 +19,7 @@
  */
 import { tool } from "@jitbox/core"
 import { assert, describe, it } from "@effect/vitest"
-import { Ids, RemoteSession, Subject, Transport, WireError } from "@jitbox/runtime"
+import { Ids, RemoteSession, StreamProtocol, Subject, Transport, WireError } from "@jitbox/runtime"
 import { NatsServer } from "@jitbox/testing"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
@@ -128,7 +128,7 @@ describe("fault: the nats-server restarted under load", () => {
       )
       const wire: Array<Event> = []
       yield* (yield* host.subscribe(Subject.sessionEvents(prefix, sessionId), { bufferSize: 10_000 })).pipe(
-        Stream.runForEach((message) => Effect.sync(() => wire.push(toEvent(JSON.parse(Transport.text(message)).event)))),
+        Stream.runForEach((message) => Effect.sync(() => wire.push(...StreamProtocol.decodeEvents(message.data).map(toEvent)))),
         Effect.ignore,
         Effect.forkScoped
       )

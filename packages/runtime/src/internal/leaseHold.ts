@@ -5,7 +5,7 @@
  * left, and whether to ask the coordinator for more invocations, for more slots or for fewer.
  *
  * It is plain mutable state read on every call; `wake` is how a call tells the renewer to look now
- * (a call waits for a slot, or invocations run low).
+ * (a call waits for a slot, or invocations run low), once until the renewer looks.
  */
 import { type JitPolicy, Slots } from "@jitbox/core"
 import * as Queue from "effect/Queue"
@@ -70,9 +70,19 @@ export class LeaseHold {
     })
   }
 
-  /** Tells the renewer to look now. */
+  /** Set by `nudge` until the renewer looks: a call that runs low while it is set adds nothing. */
+  nudged = false
+
+  /** Tells the renewer to look now (once until it looks: not once per call). */
   readonly nudge = (): void => {
+    if (this.nudged) return
+    this.nudged = true
     Queue.unsafeOffer(this.wake, undefined)
+  }
+
+  /** The renewer looks now: the next nudge wakes it again. */
+  readonly looked = (): void => {
+    this.nudged = false
   }
 
   readonly expired = (): boolean => this.revoked || this.now() >= this.lease.expiresAt

@@ -75,6 +75,8 @@ const step = (hold: LeaseHold, client: CoordinatorClient): Effect.Effect<boolean
     if (hold.expired()) return false
     const delay = nextLook(hold)
     if (!hold.wantsRenewal() && delay > 0) yield* Effect.race(Effect.sleep(delay), Queue.take(hold.wake))
+    // what a call nudges from now on is seen by the next step
+    hold.looked()
     if (hold.expired()) return false
     if (hold.now() < hold.renewAt() && !hold.wantsRenewal()) return true
     return yield* renewOnce(hold, client)

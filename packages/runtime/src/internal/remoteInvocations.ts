@@ -27,6 +27,7 @@ import { TransportError } from "../TransportError.js"
 import type * as WireError from "../WireError.js"
 import * as WorkerProtocol from "../WorkerProtocol.js"
 import type { Capabilities } from "./capabilities.js"
+import * as ExactInvoke from "./exactInvoke.js"
 import type * as Heartbeats from "./heartbeats.js"
 import { noWorker } from "./missingServers.js"
 import * as Wire from "./wire.js"
@@ -64,6 +65,12 @@ const rethrow = (error: WireError.WireError): never => {
 const decodeMetadata = Schema.decodeUnknownEither(WorkerProtocol.Metadata)
 const encodeCancel = Schema.encodeSync(WorkerProtocol.CancelMessage)
 
+/** Where a message goes, and the lease it carries. */
+interface Route {
+  readonly subject: Subject.Subject
+  readonly leaseId: Ids.LeaseId | undefined
+}
+
 /** What sending shares. */
 interface Env {
   readonly options: Options
@@ -71,7 +78,7 @@ interface Env {
   readonly now: () => number
   /** Pauses by the context's `Clock` (a `Busy` answer's back-off). */
   readonly sleep: (ms: number) => Promise<void>
-  readonly route: (registered: Registered) => { readonly subject: Subject.Subject; readonly leaseId: Ids.LeaseId | undefined }
+  readonly route: (registered: Registered) => Route
   readonly cancel: (sessionId: Ids.SessionId, callId: string, capability: WorkerProtocol.Capability) => void
 }
 
@@ -95,6 +102,8 @@ const sendUntilAnswered = async (
     if (watched !== undefined) options.watchdog.heard(watched)
     try {
       const reply = await transport.request(subject, body, { timeoutMs: Math.max(1, deadline + graceMs - now()), signal, headers })
+      const ok = ExactInvoke.ok(reply.data)
+      if (ok !== undefined) return ok.value
       const answer = valueOf(reply, subject)
       return Either.isRight(answer) ? answer.right : rethrow(answer.left)
     } catch (error) {
@@ -209,11 +218,18 @@ export const make = (options: Options): Effect.Effect<RemoteInvocations, never, 
       return found
     }
 
+    /** The route each activation last took, and the grant it was built for: the same grant takes it again, unchecked. */
+    const routes = new WeakMap<Registered, { readonly grant: Admission.Grant | undefined; readonly route: Route }>()
+
     /** Where a message of the activation goes now, and the lease it carries. */
-    const route = (registered: Registered): { readonly subject: Subject.Subject; readonly leaseId: Ids.LeaseId | undefined } => {
+    const route = (registered: Registered): Route => {
       const grant = registered.host.grant?.()
+      const last = routes.get(registered)
+      if (last !== undefined && last.grant === grant) return last.route
       // the lease id is the coordinator's (a LeaseId it decoded); the worker decodes it again at its hop
-      return { subject: subjectOf(grant, registered.fields.language), leaseId: grant?.id as Ids.LeaseId | undefined }
+      const built = { subject: subjectOf(grant, registered.fields.language), leaseId: grant?.id as Ids.LeaseId | undefined }
+      routes.set(registered, { grant, route: built })
+      return built
     }
 
     const cancel = (sessionId: Ids.SessionId, callId: string, capability: WorkerProtocol.Capability) => {
