@@ -28,7 +28,7 @@ describe("Authorization.principals", () => {
   it("an application calls and manages sessions, and may not serve them, cancel, publish events or talk to the coordinator", () => {
     const web = byUser.get("web")!
     expect(web.publish).toEqual(["jitbox.ns1.session.*.call", "jitbox.ns1.session.*.manage", "jitbox.ns1.sessions.activate"])
-    expect(web.subscribe).toEqual(["jitbox.ns1.events.>", "_INBOX_web.>"])
+    expect(web.subscribe).toEqual(["jitbox.ns1.events.*", "_INBOX_web.>"])
     expect(web.allowResponses).toBe(false)
   })
 
