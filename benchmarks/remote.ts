@@ -303,7 +303,12 @@ const showPerCall = (usage: Record<string, Usage>, calls: number) =>
  * `inFlight` loops each calling back to back: a discarded ramp-up of `warmMs`, then the calls
  * that complete within `ms` are counted. A failed call is counted and its loop pauses 1 ms.
  */
-const saturate = async (call: () => Promise<unknown>, options: { inFlight: number; ms: number; warmMs: number }): Promise<Saturated> => {
+/**
+ * Calls `call` with `inFlight` always in flight: `warmMs` unmeasured, then `ms` measured, or less
+ * once `budget` calls (warm ones included) have ended, so that a session's invocation budget
+ * (6,400 at most) never runs out inside the window and turns the rest of it into refusals.
+ */
+const saturate = async (call: () => Promise<unknown>, options: { inFlight: number; ms: number; warmMs: number; budget?: number }): Promise<Saturated> => {
   let done = 0
   let errors = 0
   let firstError: string | undefined
@@ -327,7 +332,8 @@ const saturate = async (call: () => Promise<unknown>, options: { inFlight: numbe
   const errorsBefore = errors
   const usage = usageSince()
   const tree = ProcessCpu.since([process.pid])
-  await sleep(options.ms)
+  const budget = (options.budget ?? Infinity) - options.inFlight
+  while (now() - start < options.ms && done + errors < budget) await sleep(Math.min(10, options.ms))
   const calls = done - before
   const seconds = (now() - start) / 1000
   const failed = errors - errorsBefore
@@ -408,31 +414,6 @@ const openSession = async (
   }
 }
 
-/**
- * `count` sessions of `openSession` whose calls take turns: a session's policy allows at most
- * 6,400 invocations, fewer than a saturated round makes, and a spent budget would turn the rest
- * of the round into refusals (which `saturate` does not count as calls).
- */
-const openSessions = async (bench: Bench, pool: keyof typeof pools, tools: ReadonlyArray<ToolName>, count: number): Promise<OpenSession> => {
-  const opened: Array<OpenSession> = []
-  try {
-    for (let index = 0; index < count; index++) opened.push(await openSession(bench, pool, tools))
-  } catch (error) {
-    await Promise.all(opened.map((session) => session.close()))
-    throw error
-  }
-  let turn = 0
-  return {
-    call: (name, args) => opened[turn++ % opened.length]!.call(name, args),
-    close: async () => {
-      await Promise.all(opened.map((session) => session.close()))
-    }
-  }
-}
-
-/** Sessions taking turns in a saturated round, so that no budget runs out within it. */
-const saturatedSessions = 4
-
 /** A call of the raw floor: the pipelining one (`rawSubject`) or the one isolating calls as jitbox does (`exclusiveSubject`). */
 const rawCall = (bench: Bench, subject = rawSubject) => {
   const encoder = new TextEncoder()
@@ -489,7 +470,7 @@ interface ThroughputCollected {
 }
 
 const throughputRound = async (bench: Bench, r: number, into: ThroughputCollected) => {
-  const session = await openSessions(bench, "default", ["echo"], saturatedSessions)
+  const session = await openSession(bench, "default", ["echo"])
   const raw = rawCall(bench)
   const exclusive = rawCall(bench, exclusiveSubject)
   try {
@@ -497,7 +478,7 @@ const throughputRound = async (bench: Bench, r: number, into: ThroughputCollecte
     const sides = [
       async () => into.raw.push(await saturate(() => raw(++i), { inFlight, ms: throughputMs, warmMs: 300 })),
       async () => into.exclusive.push(await saturate(() => exclusive(++i), { inFlight, ms: throughputMs, warmMs: 300 })),
-      async () => into.jitbox.push(await saturate(() => session.call("echo", { i: ++i }), { inFlight, ms: throughputMs, warmMs: 600 }))
+      async () => into.jitbox.push(await saturate(() => session.call("echo", { i: ++i }), { inFlight, ms: throughputMs, warmMs: 600, budget: policy.maximumInvocations }))
     ]
     // each side first once in three rounds, the order reversed every other round
     const rotated = [...sides.slice(r % 3), ...sides.slice(0, r % 3)]
@@ -848,9 +829,9 @@ const main = async () => {
     }
     if (phases.includes("profile")) {
       // for --cpu-prof: only jitbox calls, BENCH_PROFILE_IN_FLIGHT in flight, for BENCH_THROUGHPUT_MS
-      const session = await openSessions(bench, "default", ["echo"], saturatedSessions)
+      const session = await openSession(bench, "default", ["echo"])
       const n = env("BENCH_PROFILE_IN_FLIGHT", inFlight, inFlight)
-      const x = await saturate(() => session.call("echo", {}), { inFlight: n, ms: throughputMs, warmMs: 500 })
+      const x = await saturate(() => session.call("echo", {}), { inFlight: n, ms: throughputMs, warmMs: 500, budget: policy.maximumInvocations })
       await session.close()
       console.log(`profile: ${n} in flight, ${round(x.calls / x.seconds, 0)} calls/s, ${x.errors} errors; per call: ${showPerCall(x.usage, x.calls)}`)
     }
