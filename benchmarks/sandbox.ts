@@ -261,6 +261,13 @@ const echoSource = (language: Language): CodeRunner.CodeSource => {
       }
     case "bash":
       return { ...common, entryFile: "main.sh", files: { "main.sh": `IFS= read -r input\nprintf '%s\\n' "$input"\n` } }
+    case "csharp":
+      return {
+        ...common,
+        entrypoint: "Echo",
+        entryFile: "Tool.cs",
+        files: { "Tool.cs": `public static class Echo { public static string Run(string inputJson) { return inputJson; } }\n` }
+      }
   }
 }
 
