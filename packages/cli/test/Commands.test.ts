@@ -202,15 +202,19 @@ describe("jitbox's arguments (in this process)", () => {
       workDirMb: none,
       nodePath: none,
       pythonPath: Option.some("/opt/python/bin/python3"),
-      bashPath: none
+      bashPath: none,
+      monoPath: Option.some("/opt/mono/bin/mono")
     }
     expect(WorkerSandbox.sandboxOptions(flags)).toEqual({
       warmChildren: 12,
       childrenPerActivation: 4,
       limits: { memoryMiB: 256, processes: 512 },
-      pythonPath: "/opt/python/bin/python3"
+      pythonPath: "/opt/python/bin/python3",
+      monoPath: "/opt/mono/bin/mono"
     })
-    expect(WorkerSandbox.sandboxOptions({ ...flags, warmChildren: none, childrenPerTool: none, memoryMb: none, processes: none, pythonPath: none })).toEqual({})
+    expect(
+      WorkerSandbox.sandboxOptions({ ...flags, warmChildren: none, childrenPerTool: none, memoryMb: none, processes: none, pythonPath: none, monoPath: none })
+    ).toEqual({})
   })
 
   it("a worker id that is not a subject-safe token", async () => {
