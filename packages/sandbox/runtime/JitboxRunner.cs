@@ -66,6 +66,7 @@ namespace Jitbox
 
         public static string Quote(string text)
         {
+            if (Plain(text)) return "\"" + text + "\"";
             var builder = new StringBuilder(text.Length + 2);
             WriteString(builder, text);
             return builder.ToString();
@@ -134,6 +135,13 @@ namespace Jitbox
         {
             if (double.IsNaN(number) || double.IsInfinity(number)) throw new JsonException("NaN and infinities have no JSON form");
             builder.Append(number.ToString("R", CultureInfo.InvariantCulture));
+        }
+
+        /// <summary>Whether a string needs no escape in JSON.</summary>
+        static bool Plain(string text)
+        {
+            foreach (var c in text) if (c < ' ' || c == '"' || c == '\\') return false;
+            return true;
         }
 
         static void WriteString(StringBuilder builder, string text)
@@ -448,32 +456,54 @@ namespace Jitbox
     }
 
     /// <summary>
-    /// The members of an Invoke line as the host writes it (its members in one order, strings without
-    /// escapes), read by position: the hot path of a warm call. Anything else answers null and goes
-    /// through JsonReader.
+    /// An Invoke line as the host writes it (its members in one order, strings without escapes), read
+    /// by position: the hot path of a warm call. Anything else answers null and goes through JsonReader.
     /// </summary>
     internal static class InvokeLine
     {
-        static readonly string[] Keys = { "invocationId", "callId", "depth", "toolName", "cancellable" };
+        const string Start = "{\"_tag\":\"Invoke\"";
 
-        internal static Dictionary<string, string> Members(string line)
+        internal static Invocation Read(string line)
         {
-            const string Start = "{\"_tag\":\"Invoke\"";
             if (!line.StartsWith(Start, StringComparison.Ordinal) || line[line.Length - 1] != '}') return null;
-            var members = new Dictionary<string, string>(8);
-            members["_tag"] = "\"Invoke\"";
             var at = Start.Length;
-            foreach (var key in Keys)
+            string id, callId, depth, toolName, cancellable;
+            if (!Member(line, ref at, "invocationId", true, out id) || !Member(line, ref at, "callId", true, out callId) ||
+                !Member(line, ref at, "depth", false, out depth) || !Member(line, ref at, "toolName", true, out toolName) ||
+                !Member(line, ref at, "cancellable", false, out cancellable) || !Key(line, ref at, "args"))
             {
-                if (!Key(line, ref at, key)) return null;
-                var end = ScalarEnd(line, at);
-                if (end < 0) return null;
-                members[key] = line.Substring(at, end - at);
-                at = end;
+                return null;
             }
-            if (!Key(line, ref at, "args")) return null;
-            members["args"] = line.Substring(at, line.Length - 1 - at);
-            return members;
+            int level;
+            if (!int.TryParse(depth, NumberStyles.None, CultureInfo.InvariantCulture, out level)) return null;
+            return new Invocation { Id = id, CallId = callId, Depth = level, ToolName = toolName, Args = line.Substring(at, line.Length - 1 - at) };
+        }
+
+        /// <summary>`,"key":value` at `at`: a string without escapes (its text) or a number or literal.</summary>
+        static bool Member(string line, ref int at, string key, bool text, out string value)
+        {
+            value = null;
+            if (!Key(line, ref at, key) || at >= line.Length) return false;
+            if (!text)
+            {
+                var end = at;
+                while (end < line.Length && line[end] != ',' && line[end] != '}') end++;
+                if (end == at) return false;
+                value = line.Substring(at, end - at);
+                at = end;
+                return true;
+            }
+            if (line[at] != '"') return false;
+            for (var i = at + 1; i < line.Length; i++)
+            {
+                var c = line[i];
+                if (c == '\\' || c < ' ') return false;
+                if (c != '"') continue;
+                value = line.Substring(at + 1, i - at - 1);
+                at = i + 1;
+                return true;
+            }
+            return false;
         }
 
         /// <summary>Steps over `,"key":` at `at`.</summary>
@@ -485,25 +515,6 @@ namespace Jitbox
             at += key.Length + 4;
             return true;
         }
-
-        /// <summary>The end of a string without escapes, a number or a literal at `at`; -1 for anything else.</summary>
-        static int ScalarEnd(string line, int at)
-        {
-            if (at >= line.Length) return -1;
-            if (line[at] == '"')
-            {
-                for (var i = at + 1; i < line.Length; i++)
-                {
-                    var c = line[i];
-                    if (c == '"') return i + 1;
-                    if (c == '\\' || c < ' ') return -1;
-                }
-                return -1;
-            }
-            var end = at;
-            while (end < line.Length && line[end] != ',' && line[end] != '}') end++;
-            return end > at ? end : -1;
-        }
     }
 
     internal sealed class Invocation
@@ -512,6 +523,7 @@ namespace Jitbox
         internal string CallId;
         internal int Depth;
         internal string ToolName;
+        internal string Args;
         internal bool Running;
     }
 
@@ -660,8 +672,8 @@ namespace Jitbox
             lock (sendLock) WriteAll(bytes);
         }
 
-        /// <summary>The next host message as raw members; exits when the host closes stdin.</summary>
-        static Dictionary<string, string> ReadMessage()
+        /// <summary>The next host message, one line; exits when the host closes stdin.</summary>
+        static string ReadMessage()
         {
             while (true)
             {
@@ -677,7 +689,7 @@ namespace Jitbox
                         partial.SetLength(0);
                     }
                     readStart = i + 1;
-                    return InvokeLine.Members(line) ?? new JsonReader(line).RawMembers();
+                    return line;
                 }
                 partial.Write(readBuffer, readStart, readEnd - readStart);
                 readStart = 0;
@@ -694,11 +706,18 @@ namespace Jitbox
             return (string)Json.Parse(raw);
         }
 
-        static void Dispatch(Dictionary<string, string> message)
+        static void Dispatch(string line)
         {
+            var invocation = InvokeLine.Read(line);
+            if (invocation != null)
+            {
+                Invoke(invocation);
+                return;
+            }
+            var message = new JsonReader(line).RawMembers();
             switch (Text(message, "_tag"))
             {
-                case "Invoke": Invoke(message); break;
+                case "Invoke": Invoke(InvocationOf(message)); break;
                 case "CallResult": results[Text(message, "requestId")] = message; break;
                 case "Load": Load(Text(message, "entrypoint")); break;
             }
@@ -818,20 +837,25 @@ namespace Jitbox
             return error;
         }
 
-        static void Invoke(Dictionary<string, string> message)
+        static Invocation InvocationOf(Dictionary<string, string> message)
         {
-            string depth;
+            string depth, args;
             message.TryGetValue("depth", out depth);
-            var invocation = new Invocation
+            if (!message.TryGetValue("args", out args) || args == "null") args = "{}";
+            return new Invocation
             {
                 Id = Text(message, "invocationId"),
                 CallId = Text(message, "callId"),
                 Depth = ParseDepth(depth),
                 ToolName = Text(message, "toolName"),
-                Running = true
+                Args = args
             };
-            string args;
-            if (!message.TryGetValue("args", out args) || args == "null") args = "{}";
+        }
+
+        static void Invoke(Invocation invocation)
+        {
+            var args = invocation.Args;
+            invocation.Running = true;
             stack.Add(invocation);
             string value = null;
             Exception failure = null;
