@@ -4,15 +4,9 @@
  * across a snapshot and its restore.
  */
 import { afterAll, describe, expect, it } from "vitest"
-import { JitHarness, type JitHarnessOptions, tool } from "@jitbox/core"
+import { JitHarness, type JitHarnessOptions } from "@jitbox/core"
 import { SandboxRunner } from "@jitbox/sandbox"
-
-const add = tool({
-  name: "add",
-  description: "Add two integers.",
-  guidelines: "Use for integer addition.",
-  parameters: { type: "object", properties: { left: { type: "integer" }, right: { type: "integer" } }, required: ["left", "right"] }
-}, ({ left, right }: { left: number; right: number }) => left + right)
+import { add } from "../packages/core/test/fixtures.js"
 
 const runner = SandboxRunner.make({ shortTimeoutSeconds: 30, activationTimeoutSeconds: 30, maximumRuntimeEnvironments: 4 })
 afterAll(() => runner.close())

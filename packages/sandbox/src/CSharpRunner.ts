@@ -22,7 +22,7 @@ import { JsonLinesChild } from "./internal/child.js"
 import type { ChildOwner, RunnerContext } from "./internal/context.js"
 import { runtimeFile } from "./internal/runtimeFiles.js"
 import * as Spawn from "./internal/spawn.js"
-import { packageError, SandboxedVersion, writeShipped } from "./internal/version.js"
+import { packageError, SandboxedVersion, writeShipped, writeVersion } from "./internal/version.js"
 import { type MonoInfo, monoCommand } from "./Isolation.js"
 import * as Protocol from "./Protocol.js"
 
@@ -43,6 +43,7 @@ const MaxCompilerOutputBytes = 64 * 1024
 const MaxReportedErrors = 5
 
 const runtimes = new Map<string, Promise<Buffer>>()
+let compiles = 0
 
 /**
  * The compiled runtime, once per process and compiler: the host's own trusted source, so it is
@@ -89,16 +90,7 @@ export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource
     throw packageError(source, "NoRunner", undefined, error.message)
   })
   const versionDir = ctx.dirs.readOnly("v")
-  try {
-    writeShipped(path.join(versionDir, RunnerAssembly), runtime)
-    const src = path.join(versionDir, "src")
-    fs.mkdirSync(src)
-    fs.chmodSync(src, 0o755)
-    ctx.dirs.writeFiles(src, source.files)
-  } catch (error) {
-    ctx.dirs.remove(versionDir)
-    throw packageError(source, "InvalidPath", undefined, `cannot write the package: ${(error as Error).message}`)
-  }
+  writeVersion(ctx, source, versionDir, { [RunnerAssembly]: runtime }, "src")
   const load = Protocol.encodeLine({ _tag: "Load", entrypoint: source.entrypoint })
   const version = new SandboxedVersion(ctx, source, versionDir, (owner) => spawn(ctx, source, versionDir, mono, owner), load)
   const first = version.spawnFirst()
@@ -148,14 +140,25 @@ const compile = async (ctx: RunnerContext, source: CodeRunner.CodeSource, versio
       ...monoCommand(mono, ctx.config, args),
       mounts: [pkg, out],
       workDir: ctx.workDir(childDir),
-      marker: `${ctx.id}:mcs`,
+      marker: `${ctx.id}:mcs${++compiles}`,
       inheritedDescriptors: "named"
     }
     const { code, output } = await runToEnd(ctx, launch, source)
     if (code !== 0) throw compileError(source, output, `${pkg.inside}/src/`)
-    writeShipped(path.join(versionDir, ToolAssembly), fs.readFileSync(path.join(outHost, ToolAssembly)))
+    writeShipped(path.join(versionDir, ToolAssembly), readCompiled(path.join(outHost, ToolAssembly)))
   } finally {
     ctx.dirs.remove(childDir)
+  }
+}
+
+/** The compiler's output, read without following a link: the directory belonged to the compiler's uid. */
+const readCompiled = (file: string): Buffer => {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+  try {
+    if (!fs.fstatSync(fd).isFile()) throw new Error(`${ToolAssembly} is not a file`)
+    return fs.readFileSync(fd)
+  } finally {
+    fs.closeSync(fd)
   }
 }
 
