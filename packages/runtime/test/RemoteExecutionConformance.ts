@@ -329,7 +329,7 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
         })
       }).pipe(Effect.scoped), 60_000)
 
-    it.live("a C# tool on a worker composes a Python tool that composes a base tool of the session; cancel kills its child", () =>
+    it.live("a C# tool on a worker composes a Python tool that composes a base tool of the session; cancel kills its child; the session is stored and restored with it", () =>
       Effect.gen(function*() {
         const { sessions, worker } = yield* setup(makeLayer)
         const session = sessions.get("s1")
@@ -349,6 +349,13 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
         assert.strictEqual(((yield* rejection(pending)) as { _tag?: string })._tag, "ToolCancelled")
         yield* waitUntil("the invocation's child is gone", () => during.some((pid) => !alive(pid)))
         assert.strictEqual(yield* Effect.promise(() => session.callTool("octo", { value: 2 })), 16)
+        // stored and released, then restored from its snapshot by the next call: compiled again on the worker
+        const stored = yield* Effect.promise(() => session.snapshot())
+        assert.include(stored.tools.find((t) => t.name === "octo"), { language: "csharp", entrypoint: "Octo" })
+        yield* Effect.promise(() => sessions.forget("s1"))
+        assert.strictEqual(yield* Effect.promise(() => sessions.get("s1").callTool("octo", { value: 3 })), 24)
+        assert.deepStrictEqual(yield* Effect.promise(() => sessions.get("s1").snapshot()), stored)
+        track(worker)
       }).pipe(Effect.scoped), 60_000)
 
     it.live("a package is fetched only with the capability of its version: a stolen version id gets no source", () =>
