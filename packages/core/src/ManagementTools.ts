@@ -108,7 +108,7 @@ export const managementTools: ReadonlyArray<ManagementTool> = deepFreeze([
       "guidelines is non-empty; parameters is a JSON Schema. harness.callTool returns another tool's value to your code only. Return JSON-friendly values. " +
       "Python: @tool(guidelines=...) on a typed function with a docstring; compose with await harness.call_tool(name, **args). " +
       "Bash: JSON arguments on stdin, one JSON value on stdout; no composition. " +
-      "C#: entrypoint names a static class with string Run(string inputJson), JSON in and out; compose with Jitbox.Harness.CallTool(name, argsJson).\n" +
+      "C#: static string Run(string inputJson).\n" +
       "Module code runs now, so load errors surface here; success means loaded, not working.",
     parameters: object({
       source: string("Entry module, or the Markdown of a text tool."),
