@@ -1,7 +1,8 @@
 /**
  * Escapes a C# tool may try, each refused by at least one active layer, as Escapes.test.ts checks
  * them for Node, Python and Bash: the file system outside the working directory, the host's
- * environment, the network, new processes (Process.Start and fork through P/Invoke), a thread bomb
+ * environment, the network, new processes (Process.Start and fork through P/Invoke), the kernel
+ * surface seccomp refuses (reached through P/Invoke), a thread bomb
  * (threads count against RLIMIT_NPROC), unbounded allocation, and protocol lines forged by hand.
  */
 import * as fs from "node:fs"
@@ -139,6 +140,24 @@ describe("C# escapes", () => {
     const outcome = await code.invoke({})
     if (seccomp) expect(outcome).toEqual({ start: "Win32Exception", fork: "refused" })
     else expect(outcome).toMatchObject({ fork: "forked" })
+    await code.dispose()
+  })
+
+  it("the kernel surface seccomp refuses is refused through P/Invoke too: user namespaces, ptrace, io_uring", async () => {
+    const code = await activate(runner, csharp([
+      "    var errno = new Func<int, int>((result) => result == -1 ? Marshal.GetLastWin32Error() : 0);",
+      "    return Json.Write(new Dictionary<string, object> {",
+      "      { \"unshare\", errno(unshare(0x10000000)) },",
+      "      { \"ptrace\", errno((int)ptrace(0, 0, IntPtr.Zero, IntPtr.Zero)) },",
+      "      { \"io_uring_setup\", errno((int)syscall(425, 8, new byte[120])) }",
+      "    });"
+    ], [
+      "  [DllImport(\"libc\", SetLastError = true)] static extern int unshare(int flags);",
+      "  [DllImport(\"libc\", SetLastError = true)] static extern long ptrace(int request, int pid, IntPtr addr, IntPtr data);",
+      "  [DllImport(\"libc\", SetLastError = true)] static extern long syscall(long number, int entries, byte[] parameters);"
+    ]))
+    const EPERM = 1
+    if (seccomp) expect(await code.invoke({})).toEqual({ unshare: EPERM, ptrace: EPERM, io_uring_setup: EPERM })
     await code.dispose()
   })
 
