@@ -1,5 +1,5 @@
 /**
- * Sandbox overhead, per language (JavaScript, TypeScript, Python, Bash), in one run:
+ * Sandbox overhead, per language (JavaScript, TypeScript, Python, Bash, C#), in one run:
  *
  * (a) warm: a JSON-lines round trip to a raw warm child spawned with the same layers (prlimit,
  *     bwrap, seccomp, uid, permission flags, scrubbed environment), a minimal echo loop with no
@@ -18,6 +18,11 @@
  * after the first: each side's whole cycle is on the path). The spaced figures are the warm_*
  * keys, the back-to-back ones warm_back_to_back_*. Without the pause the figure would depend on
  * the interleaving: the calls of the other sides in between hide a short cycle but not a long one.
+ *
+ * For C# the raw child is a Mono echo loop compiled once and run with the same flags (heap bound,
+ * address space, no fork), and a raw cold sample compiles a one-file echo with `mcs` under the same
+ * layers (only its output directory writable) before it starts that child: jitbox's cold path
+ * compiles every new version.
  *
  * Method (warm round trips on 2-core VMs are bimodal: the same raw child measures 26 µs in one run
  * and 62 µs in the next, depending on where the scheduler puts host and child, so comparing medians
@@ -47,7 +52,7 @@
  * code measured when it is not the checked-out commit)
  */
 import type { CodeRunner } from "../packages/core/src/index.js"
-import { type ChildProcessWithoutNullStreams, execFileSync } from "node:child_process"
+import { type ChildProcessWithoutNullStreams, execFileSync, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -163,6 +168,31 @@ while True:
 )
 write("echo.sh", `while IFS= read -r line; do printf '%s\\n' "$line"; done\n`)
 write("echo-subshell.sh", `while :; do ( IFS= read -r line || exit 1; printf '%s\\n' "$line" ) || break; done\n`)
+// the least a Mono child can do per request: split the line at "args" by hand, no JSON library
+write(
+  "echo.cs",
+  `using System; using System.IO; using System.Text;
+public static class Echo {
+  public static void Main() {
+    var input = new StreamReader(Console.OpenStandardInput(65536), new UTF8Encoding(false));
+    var output = Console.OpenStandardOutput(65536);
+    string line;
+    while ((line = input.ReadLine()) != null) {
+      var id = line.Substring(7, line.IndexOf('"', 7) - 7);
+      var args = line.Substring(line.IndexOf("\\"args\\":") + 7, line.Length - line.IndexOf("\\"args\\":") - 8);
+      var bytes = Encoding.UTF8.GetBytes("{\\"id\\":\\"" + id + "\\",\\"value\\":" + args + "}\\n");
+      output.Write(bytes, 0, bytes.Length);
+      output.Flush();
+    }
+  }
+}
+`
+)
+if (iso.mono !== undefined) {
+  const compiled = spawnSync(iso.mono.path, [iso.mono.mcs, "-nologo", "-optimize+", `-out:${path.join(rawDir, "echo.exe")}`, path.join(rawDir, "echo.cs")], { encoding: "utf8" })
+  if (compiled.status !== 0) throw new Error(`the raw C# echo did not compile: ${compiled.stdout}${compiled.stderr}`)
+  fs.chmodSync(path.join(rawDir, "echo.exe"), 0o644)
+}
 
 const pkg: Mount = { host: rawDir, inside: iso.bwrap !== undefined ? "/mnt/pkg" : rawDir, writable: false }
 // as for a jitbox child: a tmpfs inside bubblewrap, else a host directory
@@ -195,9 +225,39 @@ const rawLaunch = (kind: RawKind): ChildProcessWithoutNullStreams => {
         addressSpaceMiB: memory,
         noFork: false
       })
+    case "csharp":
+      return launch(iso, config, { ...base, ...Isolation.monoCommand(iso.mono!, config, [`${pkg.inside}/echo.exe`]) })
     default:
       throw new Error(`no raw child for ${kind}`)
   }
+}
+
+/**
+ * The raw side of a C# cold sample's compilation: `mcs` compiles the echo under the same layers as
+ * jitbox's compiler child (package read-only, one writable output directory), to its exit.
+ */
+const rawCompile = (): Promise<void> => {
+  const outHost = fs.mkdtempSync(path.join(config.tmpDir, "jitbox-bench-mcs-"))
+  if (iso.runAs !== undefined) fs.chownSync(outHost, iso.runAs.uid, iso.runAs.gid)
+  const out: Mount = { host: outHost, inside: iso.bwrap !== undefined ? "/mnt/out" : outHost, writable: true }
+  const args = [iso.mono!.mcs, "-nologo", "-target:library", "-optimize+", `-out:${out.inside}/echo.dll`, `${pkg.inside}/echo.cs`]
+  const child = launch(iso, config, {
+    ...Isolation.monoCommand(iso.mono!, config, args),
+    mounts: [pkg, out],
+    workDir: work,
+    marker: "jitbox-bench-raw",
+    inheritedDescriptors: "self"
+  })
+  child.stdout.resume()
+  child.stderr.resume()
+  child.stdin.end()
+  return new Promise((resolve, reject) =>
+    child.on("close", (code) => {
+      fs.rmSync(outHost, { recursive: true, force: true })
+      if (code === 0) resolve()
+      else reject(new Error(`the raw C# compile exited ${code}`))
+    })
+  )
 }
 
 /** A raw child with a promise per reply line. */
@@ -261,6 +321,13 @@ const echoSource = (language: Language): CodeRunner.CodeSource => {
       }
     case "bash":
       return { ...common, entryFile: "main.sh", files: { "main.sh": `IFS= read -r input\nprintf '%s\\n' "$input"\n` } }
+    case "csharp":
+      return {
+        ...common,
+        entrypoint: "Echo",
+        entryFile: "Tool.cs",
+        files: { "Tool.cs": `public static class Echo { public static string Run(string inputJson) { return inputJson; } }\n` }
+      }
   }
 }
 
@@ -408,6 +475,7 @@ const coldBlock = async (language: Language, into: Collected, warmup: number) =>
   const coldRaw = async () => {
     let child: ReturnType<typeof rawChild> | undefined
     const ms = await time(async () => {
+      if (language === "csharp") await rawCompile()
       child = rawChild(language)
       await child.roundTrip()
     })
@@ -539,7 +607,7 @@ const placementTable = (placement: string, results: Record<string, LanguageRepor
 }
 
 const runsTable = (runs: ReadonlyArray<RunLine>): string => {
-  const languages = ["javascript", "typescript", "python", "bash"]
+  const languages = ["javascript", "typescript", "python", "bash", "csharp"]
   const cell = (x: Array<number> | undefined) => x === undefined ? "–" : `${x[0]!.toFixed(2)} (${x[1]!.toFixed(2)}–${x[2]!.toFixed(2)})`
   const lines = [
     `| date | commit | label | load | placement | ${languages.map((l) => `${l} warm`).join(" | ")} | bash warm vs subshell | bash back to back vs subshell | ${languages.map((l) => `${l} cold`).join(" | ")} |`,
@@ -590,7 +658,7 @@ const markdown = (report: {
 
 const main = async () => {
   const languages = runner.languages.filter((l): l is Language =>
-    (process.env.BENCH_LANGUAGES ?? "javascript,typescript,python,bash").split(",").includes(l)
+    (process.env.BENCH_LANGUAGES ?? "javascript,typescript,python,bash,csharp").split(",").includes(l)
   )
   const loadBefore = os.loadavg()
   for (let block = 0; block < blocks; block++) {

@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 
-/** A snapshot `jitbox snapshot verify` activates in the sandbox: a TypeScript tool (bundled by esbuild) with declared parameters (compiled by ajv) and a Python tool. */
+/** A snapshot `jitbox snapshot verify` activates in the sandbox: a TypeScript tool (bundled by esbuild) with declared parameters (compiled by ajv), a Python tool and a C# tool (compiled by mcs with the runtime the package ships). */
 const bundleSnapshot = {
   format_version: 1,
   tools: [
@@ -35,7 +35,11 @@ const bundleSnapshot = {
       source: `export const square = tool({ description: "Square a number.", guidelines: "Use to square." }, async ({ value }: { value: number }) => value * value)\n`,
       parameters: { type: "object", properties: { value: { type: "number" } }, required: ["value"] }
     },
-    { name: "add", language: "python", entrypoint: "add", source: `from jitbox import tool\n\n@tool(description="Add two numbers.", guidelines="Use to add.")\ndef add(a: int, b: int) -> int:\n    return a + b\n` }
+    { name: "add", language: "python", entrypoint: "add", source: `from jitbox import tool\n\n@tool(description="Add two numbers.", guidelines="Use to add.")\ndef add(a: int, b: int) -> int:\n    return a + b\n` },
+    {
+      name: "echo", language: "csharp", entrypoint: "Echo",
+      source: `public static class Echo {\n  public const string Description = "Echo the arguments.";\n  public const string Guidelines = "Use to echo.";\n  public static string Run(string inputJson) { return Jitbox.Json.Write(Jitbox.Json.Parse(inputJson)); }\n}\n`
+    }
   ]
 }
 const packageNames = ["core", "agent", "sandbox", "runtime", "nats", "testing", "bench", "mcp", "otel", "cli", "adapters"] as const
@@ -398,7 +402,7 @@ describe("the packed packages in a project outside the repository", () => {
     expect(shim).toContain(`new URL("../dist/bin.js", import.meta.url)`)
   })
 
-  it("the installed jitbox binary runs from its bundle alone: its version, the help of jitbox worker, and a snapshot verified in the sandbox (TypeScript through esbuild, parameters through ajv, Python)", async () => {
+  it("the installed jitbox binary runs from its bundle alone: its version, the help of jitbox worker, and a snapshot verified in the sandbox (TypeScript through esbuild, parameters through ajv, Python, C#)", async () => {
     const project = path.join(work!, "project")
     const jitbox = path.join(project, "node_modules/.bin/jitbox")
     const unbundled = path.join(project, "node_modules/@jitbox/cli/dist/bin.js")
@@ -409,7 +413,7 @@ describe("the packed packages in a project outside the repository", () => {
       for (const option of ["--server", "--creds", "--namespace", "--pool", "--log-invocations"]) expect(help).toContain(option)
       fs.writeFileSync(path.join(project, "snapshot.json"), JSON.stringify(bundleSnapshot))
       const verified = await run(jitbox, ["snapshot", "verify", "--file", "snapshot.json"], { cwd: project, timeoutMs: 90_000 })
-      expect(verified.stdout).toMatch(/^ok file snapshot\.json: activates \(2 code tools, 0 text tools\)/)
+      expect(verified.stdout).toMatch(/^ok file snapshot\.json: activates \(3 code tools, 0 text tools\)/)
     } finally {
       fs.renameSync(`${unbundled}.aside`, unbundled)
     }

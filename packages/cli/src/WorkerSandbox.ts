@@ -72,7 +72,8 @@ export const options = {
   workDirMb: count("work-dir-mb", "Size of each child's working directory under bubblewrap, in MiB (default 64)"),
   nodePath: interpreter("node-path", "The Node.js that runs JavaScript and TypeScript tools (default: the one running jitbox)"),
   pythonPath: interpreter("python-path", "The Python (3.10 or later) that runs Python tools (default /usr/bin/python3)"),
-  bashPath: interpreter("bash-path", "The Bash that runs Bash tools (default /bin/bash)")
+  bashPath: interpreter("bash-path", "The Bash that runs Bash tools (default /bin/bash)"),
+  monoPath: interpreter("mono-path", "The Mono that compiles and runs C# tools (default /usr/bin/mono)")
 }
 
 /** What the flags parse to. @since 0.1.0 @category models */
@@ -107,6 +108,7 @@ export const sandboxOptions = (flags: Flags): SandboxConfig.SandboxOptions => {
     limits: Object.keys(limits).length === 0 ? undefined : limits,
     nodePath: get(flags.nodePath),
     pythonPath: get(flags.pythonPath),
-    bashPath: get(flags.bashPath)
+    bashPath: get(flags.bashPath),
+    monoPath: get(flags.monoPath)
   })
 }

@@ -18,7 +18,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Cli, WorkerSandbox } from "../src/index.js"
+import { Cli, WorkerCommand, WorkerSandbox } from "../src/index.js"
 import { plain, spawnCli } from "./cliProcess.js"
 import { capturing } from "./inProcess.js"
 
@@ -113,7 +113,7 @@ describe("jitbox --help (in this process)", () => {
       ...common, "--pool", "--languages", "--concurrency", "--grace-ms", "--id", "--log-invocations",
       "--warm-children", "JITBOX_WARM_CHILDREN", "--warm-per-language", "--children-per-tool", "--idle-per-tool",
       "--memory-mb", "--cpu-seconds", "--open-files", "--processes", "--file-size-mb", "--tmpfs-mb", "--work-dir-mb",
-      "--node-path", "--python-path", "JITBOX_PYTHON_PATH", "--bash-path"
+      "--node-path", "--python-path", "JITBOX_PYTHON_PATH", "--bash-path", "--mono-path", "JITBOX_MONO_PATH"
     ]],
     ["sessions", [...common, "--store", "--pool", "--idle-timeout", "--max-sessions", "--no-catalog", "--catalog-approve-on-publish"]],
     ["catalog", ["ls", "show", "approve", "revoke"]]
@@ -175,6 +175,11 @@ describe("jitbox's arguments (in this process)", () => {
     expect(stderr).toContain("--languages: 'cobol' is not a language")
   })
 
+  it("--languages names C# as csharp, the fifth language", () => {
+    expect(WorkerCommand.parseLanguages("csharp,python")).toEqual(["csharp", "python"])
+    expect(() => WorkerCommand.parseLanguages("powershell")).toThrow("'powershell' is not a language; the languages are javascript, typescript, python, bash, csharp")
+  })
+
   it("a concurrency below 1", async () => {
     expect(validationText(await failure(["worker", "--concurrency", "0"]))).toContain("--concurrency: expected an integer ≥ 1, got 0")
   })
@@ -202,15 +207,19 @@ describe("jitbox's arguments (in this process)", () => {
       workDirMb: none,
       nodePath: none,
       pythonPath: Option.some("/opt/python/bin/python3"),
-      bashPath: none
+      bashPath: none,
+      monoPath: Option.some("/opt/mono/bin/mono")
     }
     expect(WorkerSandbox.sandboxOptions(flags)).toEqual({
       warmChildren: 12,
       childrenPerActivation: 4,
       limits: { memoryMiB: 256, processes: 512 },
-      pythonPath: "/opt/python/bin/python3"
+      pythonPath: "/opt/python/bin/python3",
+      monoPath: "/opt/mono/bin/mono"
     })
-    expect(WorkerSandbox.sandboxOptions({ ...flags, warmChildren: none, childrenPerTool: none, memoryMb: none, processes: none, pythonPath: none })).toEqual({})
+    expect(
+      WorkerSandbox.sandboxOptions({ ...flags, warmChildren: none, childrenPerTool: none, memoryMb: none, processes: none, pythonPath: none, monoPath: none })
+    ).toEqual({})
   })
 
   it("a worker id that is not a subject-safe token", async () => {

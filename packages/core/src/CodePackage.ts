@@ -19,14 +19,16 @@ const entryFiles: Record<CodeLanguage, string> = {
   typescript: "index.ts",
   javascript: "index.js",
   python: "__init__.py",
-  bash: "main.sh"
+  bash: "main.sh",
+  csharp: "Tool.cs"
 }
 
 const extensions: Record<CodeLanguage, ReadonlyArray<string>> = {
   typescript: [".ts", ".js", ".json"],
   javascript: [".js", ".mjs", ".json"],
   python: [".py"],
-  bash: [".sh"]
+  bash: [".sh"],
+  csharp: [".cs"]
 }
 
 /** The entry file of a package in `language`. @since 0.1.0 @category getters */

@@ -163,7 +163,7 @@ export const intersect = (ceiling: JitPolicy, request: JitPolicy): JitPolicy => 
 
 /**
  * The jitbox languages each 003 language runs as: JavaScript as JavaScript and TypeScript;
- * PowerShell and C# have no runner here (D-02). The one place the two vocabularies meet.
+ * C# as csharp (Mono); PowerShell has no runner here (D-02). The one place the two vocabularies meet.
  *
  * @since 0.1.0
  * @category constants
@@ -173,7 +173,7 @@ export const codeLanguagesOf: { readonly [L in PolicyLanguage]: ReadonlyArray<Co
   Python: ["python"],
   Bash: ["bash"],
   PowerShell: [],
-  "C#": []
+  "C#": ["csharp"]
 }
 
 /** The 003 language a jitbox language runs as (JS and TS both count as JavaScript). @since 0.1.0 @category getters */

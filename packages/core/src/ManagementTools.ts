@@ -107,7 +107,8 @@ export const managementTools: ReadonlyArray<ManagementTool> = deepFreeze([
       "export const twice = tool({ description, guidelines, parameters }, async ({ value }) => harness.callTool(\"add\", { left: value, right: value }))\n" +
       "guidelines is non-empty; parameters is a JSON Schema. harness.callTool returns another tool's value to your code only. Return JSON-friendly values. " +
       "Python: @tool(guidelines=...) on a typed function with a docstring; compose with await harness.call_tool(name, **args). " +
-      "Bash: JSON arguments on stdin, one JSON value on stdout; no composition.\n" +
+      "Bash: JSON arguments on stdin, one JSON value on stdout; no composition. " +
+      "C#: static string Run(string inputJson).\n" +
       "Module code runs now, so load errors surface here; success means loaded, not working.",
     parameters: object({
       source: string("Entry module, or the Markdown of a text tool."),
@@ -115,13 +116,13 @@ export const managementTools: ReadonlyArray<ManagementTool> = deepFreeze([
       name: string("Required for text; code defaults to entrypoint."),
       entrypoint: string("Exported name of the tool(...) value; required for code."),
       description: string("Short selection hint; required for text."),
-      language: { type: "string", enum: ["typescript", "javascript", "python", "bash"], default: "typescript" },
+      language: { type: "string", enum: ["typescript", "javascript", "python", "bash", "csharp"], default: "typescript" },
       files: describe(
         fileMap,
         "Other modules: relative path → source, imported relatively at top level. At most 32 files of 200,000 characters, entry included; path segments are identifiers."
       ),
-      guidelines: string("Bash only: when to use the tool."),
-      parameters: { type: "object", description: "Bash only: JSON Schema of the arguments." },
+      guidelines: string("Bash and C#: when to use the tool."),
+      parameters: { type: "object", description: "Bash and C#: JSON Schema of the arguments." },
       examples: describe(exampleList, "Run before the tool is ready; each output must deep-equal expected_output.")
     }, ["source"])
   },

@@ -3,7 +3,8 @@
  * create a code tool. v1 is exactly four strings; v2 adds input and output schemas, 1–8 examples
  * that run before the tool is ready, and `replacesToolId` for an immutable replacement. Each
  * language's entry point (JS `module.exports = async function(toolInput)`, Python
- * `def run(tool_input)`, Bash stdin → stdout) is wrapped into an ordinary jitbox package, so the
+ * `def run(tool_input)`, C# `public static string Run(string inputJson)` on the one public type that
+ * declares it, Bash stdin → stdout) is wrapped into an ordinary jitbox package, so the
  * contract tool runs, composes and is measured like any other.
  *
  * @since 0.1.0
@@ -115,7 +116,7 @@ export const decode = (version: 1 | 2, input: unknown): Contract => {
   return contract
 }
 
-/** The jitbox language a contract language runs as; PowerShell and C# have no runner here (D-02). @since 0.1.0 @category getters */
+/** The jitbox language a contract language runs as; PowerShell has no runner here (D-02). @since 0.1.0 @category getters */
 export const languageOf = (contract: Contract): CodeLanguage => {
   const language = JitPolicy.codeLanguagesOf[contract.toolCodeLanguage][0]
   if (language === undefined) {
@@ -176,6 +177,20 @@ export const toCreateRequest = (contract: Contract, name: string): CreateToolReq
           "    return run(tool_input)",
           ""
         ].join("\n")
+      }
+    case "csharp":
+      // the runtime's Contract.Run finds the one public type of toolCode with a static Run(string)
+      return {
+        ...common,
+        source: [
+          contract.toolCode,
+          "",
+          `public static class ${entrypoint} { public static string Run(string inputJson) { return Jitbox.Contract.Run(inputJson); } }`,
+          ""
+        ].join("\n"),
+        description,
+        guidelines: description,
+        parameters
       }
     default:
       return { ...common, source: contract.toolCode, description, guidelines: description, parameters }

@@ -28,7 +28,7 @@ export const ToolCallStatus = {
 export type ToolCallStatus = typeof ToolCallStatus[keyof typeof ToolCallStatus]
 
 /** Languages a code tool can be written in (D-02). @since 0.1.0 @category models */
-export const CodeLanguages = ["javascript", "typescript", "python", "bash"] as const
+export const CodeLanguages = ["javascript", "typescript", "python", "bash", "csharp"] as const
 
 /** @since 0.1.0 @category models */
 export type CodeLanguage = typeof CodeLanguages[number]

@@ -42,7 +42,7 @@ export const CreateToolFields = Schema.Struct({
   name: Schema.optional(Schema.String),
   entrypoint: Schema.optional(Schema.String),
   description: Schema.optional(Schema.String),
-  language: Schema.optional(Schema.Literal("typescript", "javascript", "python", "bash")),
+  language: Schema.optional(Schema.Literal("typescript", "javascript", "python", "bash", "csharp")),
   files: Schema.optional(FileMap),
   guidelines: Schema.optional(Schema.String),
   parameters: Schema.optional(JsonObject),

@@ -112,13 +112,21 @@ describe("tool contracts (JT-CTR, JT-LIM, D-20)", () => {
     )
   })
 
-  it("has no runner for PowerShell or C# on this host (D-02)", async () => {
+  it("has no runner for PowerShell on this host (D-02)", async () => {
     const harness = new JitHarness()
-    for (const language of ["PowerShell", "C#"]) {
-      const error = await failure(harness.createToolFromContract({ ...v1, toolCodeLanguage: language }))
-      expect(error.reason).toBe("NoRunner")
-      expect(error.message).toContain(`no runner for ${language} on this host`)
-    }
+    const error = await failure(harness.createToolFromContract({ ...v1, toolCodeLanguage: "PowerShell" }))
+    expect(error.reason).toBe("NoRunner")
+    expect(error.message).toContain("no runner for PowerShell on this host")
+  })
+
+  it("wraps C# toolCode so the one public type with a static Run(string) is the entry point", () => {
+    const contract = ToolContract.decode(1, { ...v1, toolCodeLanguage: "C#", toolCode: "public static class Doubler { public static string Run(string inputJson) { return inputJson; } }" })
+    const request = ToolContract.toCreateRequest(contract, "doubler")
+    expect(request.language).toBe("csharp")
+    expect(request.entrypoint).toBe("jitbox_contract")
+    expect(request.source).toContain("public static class Doubler")
+    expect(request.source).toContain("public static class jitbox_contract { public static string Run(string inputJson) { return Jitbox.Contract.Run(inputJson); } }")
+    expect(request.guidelines).toBe(v1.toolSpecification)
   })
 
   it("refuses a long tool unless the policy allows long-running tools (JT-CTR-02)", async () => {

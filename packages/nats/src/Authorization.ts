@@ -46,10 +46,10 @@ import * as KvSessionOwnership from "./KvSessionOwnership.js"
 import * as KvSnapshotStore from "./KvSnapshotStore.js"
 
 /** @since 0.1.0 @category models */
-export type Language = "javascript" | "typescript" | "python" | "bash"
+export type Language = "javascript" | "typescript" | "python" | "bash" | "csharp"
 
 /** @since 0.1.0 @category constants */
-export const languages: ReadonlyArray<Language> = ["javascript", "typescript", "python", "bash"]
+export const languages: ReadonlyArray<Language> = ["javascript", "typescript", "python", "bash", "csharp"]
 
 /** @since 0.1.0 @category models */
 export interface AuthorizationOptions {

@@ -70,7 +70,7 @@ export interface RemoteCodeRunnerOptions {
 /** @since 0.1.0 @category constants */
 export const defaults = {
   pool: "default",
-  languages: ["javascript", "typescript", "python", "bash"] as ReadonlyArray<CodeLanguage>,
+  languages: ["javascript", "typescript", "python", "bash", "csharp"] as ReadonlyArray<CodeLanguage>,
   activateTimeoutMs: 60_000,
   timeoutMs: 300_000,
   busyRetryMs: 5,

@@ -59,7 +59,7 @@ export const limits = {
 } as const
 
 const V = Schema.Literal(Envelope.version)
-const Language = Schema.Literal("javascript", "typescript", "python", "bash")
+const Language = Schema.Literal("javascript", "typescript", "python", "bash", "csharp")
 const Slots = Schema.Int.pipe(Schema.between(0, limits.slots))
 
 /** Invocations a worker runs at once, per language it serves. @since 0.1.0 @category schemas */

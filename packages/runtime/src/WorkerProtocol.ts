@@ -37,7 +37,7 @@ import * as Protocol from "./Protocol.js"
 const V = Schema.Literal(Envelope.version)
 
 /** The languages a worker runs. @since 0.1.0 @category schemas */
-export const Language = Schema.Literal("javascript", "typescript", "python", "bash")
+export const Language = Schema.Literal("javascript", "typescript", "python", "bash", "csharp")
 
 /** A field named `key` on the wire. */
 const wire = <S extends Schema.Schema.All>(schema: S, key: string) => Schema.propertySignature(schema).pipe(Schema.fromKey(key))

@@ -117,7 +117,7 @@ export const startWorker = (context: Context.Context<Transport.Transport>, prefi
   })
 
 /** The host profiles of the suite's coordinators. */
-const languages = { allowedLanguages: ["Python", "JavaScript", "Bash"] } as const
+const languages = { allowedLanguages: ["Python", "JavaScript", "Bash", "C#"] } as const
 export const profiles = ExecutionProfile.all([
   { name: "standard", policy: languages },
   { name: "gpu", location: "gpu", policy: languages },
@@ -188,6 +188,28 @@ const pauseJs = `export const pause = tool({ description: "Notes, pauses, notes.
   await harness.callTool("note", { phase: "out" })
   return "done"
 })`
+
+/** Eight times a value through the Python tool `quad_py`; spins instead while its argument says `forever` (noting first). */
+const octoCs = `using System.Collections.Generic;
+using Jitbox;
+public static class Octo {
+  public const string Description = "Eight times the value, through quad_py.";
+  public const string Guidelines = "Use in tests.";
+  public static string Run(string inputJson) {
+    var args = (Dictionary<string, object>)Json.Parse(inputJson);
+    if (args.ContainsKey("forever")) { Harness.CallTool("note", "{}"); while (true) { } }
+    return Json.Write(2 * (long)Json.Parse(Harness.CallTool("quad_py", Json.Write(args))));
+  }
+}
+`
+
+const quadPy = `from jitbox import tool
+
+@tool(description="Four times the value.", guidelines="Use in tests.")
+def quad_py(value: int) -> int:
+    twice = harness.call_tool_sync("add", left=value, right=value)
+    return harness.call_tool_sync("add", left=twice, right=twice)
+`
 
 /** An `activate` sent to a worker as anyone could send it, with the lease it claims; answers the error's tag and reason. */
 const rawActivate = (context: Context.Context<Transport.Transport>, subject: Subject.Subject, sessionId: string, leaseId?: string, language = "javascript") =>
@@ -305,6 +327,35 @@ export const remoteExecutionConformance = (name: string, makeLayer: () => Layer.
             await new Promise((resolve) => setTimeout(resolve, 10))
           }
         })
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live("a C# tool on a worker composes a Python tool that composes a base tool of the session; cancel kills its child; the session is stored and restored with it", () =>
+      Effect.gen(function*() {
+        const { sessions, worker } = yield* setup(makeLayer)
+        const session = sessions.get("s1")
+        yield* Effect.promise(() => session.createTool({ entrypoint: "quad_py", language: "python", source: quadPy }))
+        yield* Effect.promise(() => session.createTool({ entrypoint: "Octo", name: "octo", language: "csharp", source: octoCs }))
+        assert.strictEqual(yield* Effect.promise(() => session.callTool("octo", { value: 5 })), 40)
+        const profile = yield* Effect.promise(() => session.profile("quad_py"))
+        assert.strictEqual(profile.calls.at(-1)?.caller_tool_name, "octo")
+        const before = noted.length
+        const controller = new AbortController()
+        const pending = session.callTool("octo", { value: 1, forever: true }, { signal: controller.signal })
+        pending.catch(() => {})
+        yield* waitUntil("the tool runs", () => noted.length > before && worker.running() === 1)
+        const during = worker.processes()
+        track(worker)
+        controller.abort()
+        assert.strictEqual(((yield* rejection(pending)) as { _tag?: string })._tag, "ToolCancelled")
+        yield* waitUntil("the invocation's child is gone", () => during.some((pid) => !alive(pid)))
+        assert.strictEqual(yield* Effect.promise(() => session.callTool("octo", { value: 2 })), 16)
+        // stored and released, then restored from its snapshot by the next call: compiled again on the worker
+        const stored = yield* Effect.promise(() => session.snapshot())
+        assert.include(stored.tools.find((t) => t.name === "octo"), { language: "csharp", entrypoint: "Octo" })
+        yield* Effect.promise(() => sessions.forget("s1"))
+        assert.strictEqual(yield* Effect.promise(() => sessions.get("s1").callTool("octo", { value: 3 })), 24)
+        assert.deepStrictEqual(yield* Effect.promise(() => sessions.get("s1").snapshot()), stored)
+        track(worker)
       }).pipe(Effect.scoped), 60_000)
 
     it.live("a package is fetched only with the capability of its version: a stolen version id gets no source", () =>

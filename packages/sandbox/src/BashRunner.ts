@@ -17,7 +17,7 @@ import * as path from "node:path"
 import { BashChild, type BashFiles } from "./internal/bashChild.js"
 import type { ChildOwner, RunnerContext } from "./internal/context.js"
 import { runtimeFile } from "./internal/runtimeFiles.js"
-import { packageError, SandboxedVersion, writeShipped } from "./internal/version.js"
+import { packageError, SandboxedVersion, writeVersion } from "./internal/version.js"
 
 /** @since 0.1.0 @category constants */
 export const languages: ReadonlyArray<CodeRunner.CodeSource["language"]> = ["bash"]
@@ -37,16 +37,7 @@ export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource
   if (bash === undefined) throw packageError(source, "NoRunner", undefined, `${ctx.config.bashPath} not found`)
   driverSource ??= fs.readFileSync(driverFile, "utf8")
   const versionDir = ctx.dirs.readOnly("v")
-  try {
-    writeShipped(path.join(versionDir, "driver.sh"), driverSource)
-    const tool = path.join(versionDir, "tool")
-    fs.mkdirSync(tool)
-    fs.chmodSync(tool, 0o755)
-    ctx.dirs.writeFiles(tool, source.files)
-  } catch (error) {
-    ctx.dirs.remove(versionDir)
-    throw packageError(source, "InvalidPath", undefined, `cannot write the package: ${(error as Error).message}`)
-  }
+  writeVersion(ctx, source, versionDir, { "driver.sh": driverSource }, "tool")
   const version = new SandboxedVersion(ctx, source, versionDir, (owner) => spawn(ctx, source, versionDir, bash, owner), undefined)
   await version.activate(version.spawnFirst(), "main.sh")
   return version

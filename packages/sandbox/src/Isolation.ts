@@ -23,6 +23,14 @@ export interface PythonInfo {
   readonly cacheTag: string
 }
 
+/** @since 0.1.0 @category models */
+export interface MonoInfo {
+  readonly path: string
+  /** The compiler assembly (`mcs.exe`) the host runs under `path`. */
+  readonly mcs: string
+  readonly version: string
+}
+
 /** One directory of the host root as bubblewrap recreates it. @since 0.1.0 @category models */
 export type RootEntry =
   | { readonly _tag: "Bind"; readonly path: string }
@@ -42,6 +50,8 @@ export interface Isolation {
   readonly python: PythonInfo | undefined
   readonly pythonDetail: string
   readonly bash: string | undefined
+  readonly mono: MonoInfo | undefined
+  readonly monoDetail: string
   readonly runAs: { readonly uid: number; readonly gid: number } | undefined
 }
 
@@ -62,6 +72,8 @@ export const detect = (config: SandboxConfig.SandboxConfig): Isolation => {
     config.nodePath,
     config.pythonPath,
     config.bashPath,
+    config.monoPath,
+    config.mcsPath,
     config.tmpDir
   ])
   const cached = cache.get(key)
@@ -146,7 +158,7 @@ const containmentLayers = (config: SandboxConfig.SandboxConfig, iso: Isolation):
       layer: "seccomp",
       active: iso.seccomp,
       detail: iso.seccomp
-        ? `every child: ${Seccomp.Refused.join(", ")} and clone with a CLONE_NEW* flag fail with EPERM (no new namespaces, no io_uring, no perf events, no ptrace), clone3 with ENOSYS (glibc falls back to clone); Node and Python children also cannot create processes (fork, vfork and clone without CLONE_THREAD fail with EPERM), Bash children can, inside their namespaces`
+        ? `every child: ${Seccomp.Refused.join(", ")} and clone with a CLONE_NEW* flag fail with EPERM (no new namespaces, no io_uring, no perf events, no ptrace), clone3 with ENOSYS (glibc falls back to clone); Node, Python and C# children (and the C# compiler) also cannot create processes (fork, vfork and clone without CLONE_THREAD fail with EPERM), Bash children can, inside their namespaces`
         : !bwrap
         ? "needs bubblewrap"
         : "the seccomp program is written for x86_64 only"
@@ -169,8 +181,23 @@ const containmentLayers = (config: SandboxConfig.SandboxConfig, iso: Isolation):
       layer: "bash",
       active: iso.bash !== undefined,
       detail: iso.bash !== undefined ? `${iso.bash} --norc --noprofile` : `${config.bashPath} not found`
-    }
+    },
+    monoLayer(config, iso)
   ]
+}
+
+/** How C# children differ from the others under the same layers. */
+const monoLayer = (config: SandboxConfig.SandboxConfig, iso: Isolation): LayerReport => {
+  const memory = config.limits.memoryMiB
+  return {
+    layer: "csharp",
+    active: iso.mono !== undefined,
+    detail: iso.mono === undefined
+      ? iso.monoDetail
+      : `${iso.mono.path} ${iso.mono.version}: each version is compiled once by ${iso.mono.mcs} in a child with the same layers (its package read-only, only its output directory writable); children run the compiled assembly with a heap of ${memory} MiB (MONO_GC_PARAMS=max-heap-size) inside RLIMIT_AS of ${
+        memory + MonoAddressSpaceExtraMiB
+      } MiB (Mono maps its code, the JIT's and the runtime's own structures beside the heap), and with the no-fork rule; each child runs ${MonoThreads} threads at rest (main, finalizer, GC), every one counted against RLIMIT_NPROC; the JIT writes and then executes its own pages (W+X mappings), which no layer here refuses (the seccomp program filters system calls, not mprotect), as for Node's JIT`
+  }
 }
 
 /** What is not isolated, each with what that leaves open here (always inactive). */
@@ -189,7 +216,7 @@ const missingLayers = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
     {
       layer: "exec-restriction",
       active: false,
-      detail: `not restricted: a child may exec any program ${bwrap ? "of the read-only system (/usr)" : "its uid can read"}; Bash tools exist for that, and a Python tool can replace its own process (os.execv: the no-fork rule stops new processes, not exec; the program keeps the child's limits and seccomp filter); only Node's permission model refuses child processes`
+      detail: `not restricted: a child may exec any program ${bwrap ? "of the read-only system (/usr)" : "its uid can read"}; Bash tools exist for that, and a Python or C# tool can replace its own process (os.execv, or execv through P/Invoke: the no-fork rule stops new processes, not exec; the program keeps the child's limits and seccomp filter); only Node's permission model refuses child processes`
     },
     {
       layer: "own-process-budget",
@@ -223,6 +250,28 @@ export const report = (config: SandboxConfig.SandboxConfig, iso: Isolation): Arr
   ...containmentLayers(config, iso),
   ...missingLayers(config, iso)
 ]
+
+/** Mono's address space beyond its heap: its code and the JIT's, metadata, thread stacks (a child starts in about 64 MiB). @since 0.1.0 @category constants */
+export const MonoAddressSpaceExtraMiB = 256
+
+/** Threads a C# child runs before a tool starts any (main, finalizer, GC worker). @since 0.1.0 @category constants */
+export const MonoThreads = 3
+
+/**
+ * How every Mono process is launched, the sandbox's children, its compiler and the benchmarks'
+ * raw ones alike: the heap bound, the address space around it, no fork.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const monoCommand = (mono: MonoInfo, config: SandboxConfig.SandboxConfig, args: ReadonlyArray<string>) =>
+  ({
+    command: mono.path,
+    args,
+    env: { MONO_GC_PARAMS: `max-heap-size=${config.limits.memoryMiB}m` },
+    addressSpaceMiB: config.limits.memoryMiB + MonoAddressSpaceExtraMiB,
+    noFork: true
+  }) as const
 
 /** Node reserves about 768 MiB of address space just to start (measured on Node 20). @since 0.1.0 @category constants */
 export const NodeAddressSpaceExtraMiB = 1024
@@ -328,6 +377,22 @@ const probeBwrap = (
   return { bwrap, bwrapDetail, seccomp }
 }
 
+/** Mono and its C# compiler, if both are there and Mono starts. */
+const probeMono = (config: SandboxConfig.SandboxConfig): { readonly mono: MonoInfo | undefined; readonly monoDetail: string } => {
+  if (!isExecutable(config.monoPath)) {
+    return { mono: undefined, monoDetail: `${config.monoPath} not found: C# tools have no runner on this host (install mono-runtime and mono-mcs)` }
+  }
+  if (!fs.existsSync(config.mcsPath)) {
+    return { mono: undefined, monoDetail: `${config.mcsPath} not found: C# tools cannot be compiled on this host (install mono-mcs)` }
+  }
+  const out = spawnSync(config.monoPath, ["--version"], { env: {}, encoding: "utf8", timeout: 10_000 })
+  const version = /version (\S+)/.exec(String(out.stdout ?? ""))?.[1]
+  if (out.status !== 0 || version === undefined) {
+    return { mono: undefined, monoDetail: `${config.monoPath} did not start: ${String(out.stderr ?? out.error).trim()}` }
+  }
+  return { mono: { path: config.monoPath, mcs: config.mcsPath, version }, monoDetail: `${config.monoPath} ${version}` }
+}
+
 /** The Python interpreter, if it starts and is 3.10 or later, and why not or how it runs. */
 const probePython = (config: SandboxConfig.SandboxConfig): { readonly python: PythonInfo | undefined; readonly pythonDetail: string } => {
   if (!isExecutable(config.pythonPath)) {
@@ -359,10 +424,11 @@ const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
   const prlimit = findExecutable(["/usr/bin/prlimit", "/bin/prlimit"], ["--nofile=64", "--", "/bin/true"], runAs)
   const permissionFlag = detectPermissionFlag(config.nodePath)
   const nodeFlags = detectNodeFlags(config.nodePath)
-  const rootEntries = hostRootEntries([config.nodePath, config.pythonPath, config.bashPath])
+  const rootEntries = hostRootEntries([config.nodePath, config.pythonPath, config.bashPath, config.monoPath])
   const { bwrap, bwrapDetail, seccomp } = probeBwrap(config, rootEntries, runAs)
   const { python, pythonDetail } = probePython(config)
   const bash = isExecutable(config.bashPath) ? config.bashPath : undefined
+  const { mono, monoDetail } = probeMono(config)
   return {
     permissionFlag,
     nodeFlags,
@@ -374,6 +440,8 @@ const probe = (config: SandboxConfig.SandboxConfig): Isolation => {
     python,
     pythonDetail,
     bash,
+    mono,
+    monoDetail,
     runAs
   }
 }

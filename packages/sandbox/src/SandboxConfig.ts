@@ -12,7 +12,7 @@ import * as path from "node:path"
 
 /** Resource limits applied to every child with `prlimit` (per process). @since 0.1.0 @category models */
 export interface SandboxLimits {
-  /** Heap / address-space budget. Node gets `--max-old-space-size=memoryMiB` and RLIMIT_AS of memoryMiB + 1024 (V8 reserves ~768 MiB to start); Python and Bash get RLIMIT_AS of memoryMiB. */
+  /** Heap / address-space budget. Node gets `--max-old-space-size=memoryMiB` and RLIMIT_AS of memoryMiB + 1024 (V8 reserves ~768 MiB to start); Python and Bash get RLIMIT_AS of memoryMiB; Mono gets a heap of memoryMiB (`MONO_GC_PARAMS=max-heap-size`) and RLIMIT_AS of memoryMiB + 256. */
   readonly memoryMiB: number
   /** RLIMIT_CPU in seconds (SIGXCPU at the soft limit, SIGKILL one second later). Counts the child's lifetime, so a warm child that used half of it is retired when idle. */
   readonly cpuSeconds: number
@@ -70,10 +70,13 @@ export interface SandboxOptions {
   readonly bubblewrap?: boolean | undefined
   /** The uid/gid children run as. Default: 65534 (nobody) when the host runs as root, else the host's own. */
   readonly runAs?: { readonly uid: number; readonly gid: number } | "host" | undefined
-  /** Absolute interpreter paths. Defaults: `process.execPath`, `/usr/bin/python3` (checked to be ≥ 3.10), `/bin/bash`. */
+  /** Absolute interpreter paths. Defaults: `process.execPath`, `/usr/bin/python3` (checked to be ≥ 3.10), `/bin/bash`, `/usr/bin/mono`. */
   readonly nodePath?: string | undefined
   readonly pythonPath?: string | undefined
   readonly bashPath?: string | undefined
+  readonly monoPath?: string | undefined
+  /** The Mono C# compiler assembly that compiles C# tools (default `/usr/lib/mono/4.5/mcs.exe`, Debian's mono-mcs). */
+  readonly mcsPath?: string | undefined
   /** Let Python import site-packages (drops `-S`). Default false. */
   readonly pythonSite?: boolean | undefined
   /**
@@ -124,6 +127,8 @@ export interface SandboxConfig {
   readonly nodePath: string
   readonly pythonPath: string
   readonly bashPath: string
+  readonly monoPath: string
+  readonly mcsPath: string
   readonly pythonSite: boolean
   readonly tmpDir: string
   readonly onLog: ((entry: LogEntry) => void) | undefined
@@ -196,6 +201,8 @@ export const make = (options: SandboxOptions = {}): SandboxConfig => {
     nodePath: options.nodePath ?? process.execPath,
     pythonPath: options.pythonPath ?? "/usr/bin/python3",
     bashPath: options.bashPath ?? "/bin/bash",
+    monoPath: options.monoPath ?? "/usr/bin/mono",
+    mcsPath: options.mcsPath ?? "/usr/lib/mono/4.5/mcs.exe",
     pythonSite: options.pythonSite ?? false,
     tmpDir: options.tmpDir ?? defaultTmpDir(runAs),
     onLog: options.onLog,

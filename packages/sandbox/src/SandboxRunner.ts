@@ -1,6 +1,6 @@
 /**
  * The subprocess implementation of core's `CodeRunner`: `activate(source, host)` routes each
- * package to the Node, Python or Bash runner and answers its metadata; `invoke(invocation, signal)`
+ * package to the Node, Python, Bash or C# runner and answers its metadata; `invoke(invocation, signal)`
  * runs the activation named by id in one of its warm children, one top-level invocation per child, so a
  * timeout or a cancellation kills the process group of exactly that invocation; `release(id)` ends
  * an activation once its invocations are done. A child's nested `harness.callTool` goes to the
@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as BashRunner from "./BashRunner.js"
+import * as CSharpRunner from "./CSharpRunner.js"
 import { RunnerContext } from "./internal/context.js"
 import { killMarked, markedProcesses } from "./internal/spawn.js"
 import type { Activated } from "./internal/version.js"
@@ -65,11 +66,12 @@ const offProcessExit = (hook: () => void): void => {
   if (exitHooks.delete(hook) && exitHooks.size === 0) process.removeListener("exit", runExitHooks)
 }
 
-/** The languages this host can run: Node's always, Python's and Bash's where their interpreters were found. */
+/** The languages this host can run: Node's always, Python's, Bash's and C#'s where their interpreters were found. */
 const languagesOf = (iso: Isolation.Isolation): Array<CodeRunner.CodeSource["language"]> => {
   const languages: Array<CodeRunner.CodeSource["language"]> = [...NodeRunner.languages]
   if (iso.python !== undefined) languages.push(...PythonRunner.languages)
   if (iso.bash !== undefined) languages.push(...BashRunner.languages)
+  if (iso.mono !== undefined) languages.push(...CSharpRunner.languages)
   return languages
 }
 
@@ -86,6 +88,8 @@ const start = (ctx: RunnerContext, source: CodeRunner.CodeSource): Promise<Activ
       return PythonRunner.activate(ctx, source)
     case "bash":
       return BashRunner.activate(ctx, source)
+    case "csharp":
+      return CSharpRunner.activate(ctx, source)
     default:
       return Promise.reject(
         new HarnessError.PackageError({

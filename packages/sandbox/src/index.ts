@@ -6,6 +6,11 @@ export * as BashRunner from "./BashRunner.js"
 /**
  * @since 0.1.0
  */
+export * as CSharpRunner from "./CSharpRunner.js"
+
+/**
+ * @since 0.1.0
+ */
 export * as Isolation from "./Isolation.js"
 
 /**

@@ -214,6 +214,7 @@ describe("SandboxRunner", () => {
       "unprivileged-uid",
       "python",
       "bash",
+      "csharp",
       "separate-kernel",
       "exec-restriction",
       "own-process-budget",
@@ -229,6 +230,11 @@ describe("SandboxRunner", () => {
     expect(byName["unprivileged-uid"]!.active).toBe(process.getuid?.() === 0)
     if (!exists("/usr/bin/bwrap")) expect(byName["bubblewrap"]!.active).toBe(false)
     expect(byName["python"]!.active).toBe(exists("/usr/bin/python3"))
+    expect(byName["csharp"]!.active).toBe(exists("/usr/bin/mono") && exists("/usr/lib/mono/4.5/mcs.exe"))
+    expect(Isolation.describeIsolation({ monoPath: "/nonexistent/mono" }).find((l) => l.layer === "csharp")).toMatchObject({
+      active: false,
+      detail: expect.stringContaining("/nonexistent/mono not found")
+    })
     for (const layer of layers) expect(layer.detail.length).toBeGreaterThan(0)
     expect(Isolation.describeIsolation({ bubblewrap: false }).find((l) => l.layer === "bubblewrap")?.active).toBe(false)
   })

@@ -22,7 +22,15 @@ export const source = (
   language,
   entrypoint: options.entrypoint ?? "main",
   entryFile: options.entryFile ??
-    (language === "python" ? "__init__.py" : language === "bash" ? "main.sh" : language === "typescript" ? "index.ts" : "index.js"),
+    (language === "python"
+      ? "__init__.py"
+      : language === "bash"
+      ? "main.sh"
+      : language === "csharp"
+      ? "Tool.cs"
+      : language === "typescript"
+      ? "index.ts"
+      : "index.js"),
   files
 })
 

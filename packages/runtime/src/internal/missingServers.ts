@@ -13,7 +13,8 @@ const languageNames: Readonly<Record<CodeLanguage, string>> = {
   typescript: "TypeScript",
   javascript: "JavaScript",
   python: "Python",
-  bash: "Bash"
+  bash: "Bash",
+  csharp: "C#"
 }
 
 const isNoResponders = (error: unknown): error is TransportError => error instanceof TransportError && error.reason === "NoResponders"

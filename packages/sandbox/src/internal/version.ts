@@ -8,6 +8,7 @@
 import type { CodeRunner } from "@jitbox/core"
 import { HarnessError } from "@jitbox/core"
 import * as fs from "node:fs"
+import * as path from "node:path"
 import { isSandboxError, SandboxError } from "../SandboxError.js"
 import type { ChildBase, ChildCall, LoadAnswer } from "./child.js"
 import { cancelled } from "./child.js"
@@ -390,6 +391,29 @@ export const packageError = (
   new HarnessError.PackageError(
     path === undefined ? { name: source.toolName, reason, detail } : { name: source.toolName, reason, path, detail }
   )
+
+/**
+ * Writes a version directory: the files the host ships at its top, the package's files below
+ * `packageDir`. Removes the directory and throws `PackageError` (`InvalidPath`) when a write fails.
+ */
+export const writeVersion = (
+  ctx: RunnerContext,
+  source: CodeRunner.CodeSource,
+  versionDir: string,
+  shipped: Readonly<Record<string, string | Buffer>>,
+  packageDir: string
+): void => {
+  try {
+    for (const [name, content] of Object.entries(shipped)) writeShipped(path.join(versionDir, name), content)
+    const pkg = path.join(versionDir, packageDir)
+    fs.mkdirSync(pkg)
+    fs.chmodSync(pkg, 0o755)
+    ctx.dirs.writeFiles(pkg, source.files)
+  } catch (error) {
+    ctx.dirs.remove(versionDir)
+    throw packageError(source, "InvalidPath", undefined, `cannot write the package: ${(error as Error).message}`)
+  }
+}
 
 /** Copies a file the host ships into a version directory, readable by the child. */
 export const writeShipped = (target: string, content: string | Buffer): void => {

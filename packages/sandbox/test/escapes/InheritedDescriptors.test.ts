@@ -4,7 +4,7 @@
  * around every mount, and the Node permission model does not check reads and writes on open
  * descriptors. A separate host process is started with a file and a directory open on descriptors
  * 20 and 100: above the 64 open files a child may have, and above the 0-15 to which Node's own
- * startup (libuv's uv_disable_stdio_inheritance) gives close-on-exec. Its Node, Python and Bash
+ * startup (libuv's uv_disable_stdio_inheritance) gives close-on-exec. Its Node, Python, Bash and C#
  * tools each try every descriptor from 3 up, with and without bubblewrap.
  */
 import { spawn } from "node:child_process"
@@ -92,6 +92,35 @@ done
 IFS=,; echo "[\${reached[*]}]"
 `
     })
+  },
+  {
+    name: "csharp",
+    source: source("csharp", {
+      "Tool.cs": `using System.Collections.Generic;
+using System.IO;
+using System.Runtime.InteropServices;
+public static class Main {
+  [DllImport("libc")] static extern int fstat(int fd, byte[] stat);
+  [DllImport("libc")] static extern long pread(int fd, byte[] buffer, long count, long offset);
+  [DllImport("libc")] static extern long pwrite(int fd, byte[] buffer, long count, long offset);
+  public static string Run(string inputJson) {
+    var reached = new List<object>();
+    foreach (var link in Directory.GetFileSystemEntries("/proc/self/fd")) {
+      var fd = int.Parse(Path.GetFileName(link));
+      var stat = new byte[256];
+      if (fd < 3 || fstat(fd, stat) != 0) continue;
+      reached.Add(fd + "=" + System.BitConverter.ToUInt64(stat, 0) + ":" + System.BitConverter.ToUInt64(stat, 8));
+      if ((System.BitConverter.ToUInt32(stat, 24) & 0xF000) == 0x8000) {
+        pread(fd, new byte[64], 64, 0);
+        var text = System.Text.Encoding.UTF8.GetBytes("csharp was here");
+        pwrite(fd, text, text.Length, 0);
+      }
+    }
+    return Jitbox.Json.Write(reached);
+  }
+}
+`
+    }, { entrypoint: "Main" })
   }
 ]
 
@@ -129,7 +158,7 @@ const runHost = async (input: unknown, fileFd: number, dirFd: number): Promise<a
 }
 
 describe("inherited descriptors", () => {
-  it("a child holds none of the host's descriptors: Node, Python and Bash, with and without bubblewrap", async () => {
+  it("a child holds none of the host's descriptors: Node, Python, Bash and C#, with and without bubblewrap", async () => {
     const fileFd = fs.openSync(file, "r+")
     const dirFd = fs.openSync(outside, "r")
     const runs = [{ name: "default", options: testOptions }, { name: "no bubblewrap", options: { ...testOptions, bubblewrap: false } }]
@@ -153,7 +182,7 @@ describe("inherited descriptors", () => {
     const outsideIdentities = new Map([[identity(file), "the outside file"], [identity(outside), "the outside directory"]])
     const reached: Array<string> = []
     answer.results.forEach((byTool: Record<string, Array<string>>, run: number) => {
-      expect(Object.keys(byTool)).toEqual(["node", "python", "bash"])
+      expect(Object.keys(byTool)).toEqual(["node", "python", "bash", "csharp"])
       for (const [tool, entries] of Object.entries(byTool)) {
         expect(Array.isArray(entries)).toBe(true)
         for (const entry of entries) {

@@ -49,6 +49,34 @@ describe("not isolated, and reported so", () => {
     await Promise.all([bash.dispose(), python.dispose()])
   })
 
+  it("a C# tool can replace its own process through P/Invoke, and its JIT's pages are writable and executable", async () => {
+    expect(layer("exec-restriction")).toMatchObject({ detail: expect.stringContaining("execv through P/Invoke") })
+    expect(layer("csharp")).toMatchObject({ active: true, detail: expect.stringContaining("W+X") })
+    const csharp = await activate(runner, source("csharp", {
+      "Tool.cs": [
+        "using System.Runtime.InteropServices;",
+        "public static class Main {",
+        "  [DllImport(\"libc\")] static extern int execv(string path, string[] argv);",
+        "  public static string Run(string inputJson) {",
+        "    if (inputJson.Contains(\"maps\")) {",
+        "      var writableCode = 0;",
+        "      foreach (var line in System.IO.File.ReadAllLines(\"/proc/self/maps\")) if (line.Contains(\" rwxp \")) writableCode++;",
+        "      return writableCode.ToString();",
+        "    }",
+        "    execv(\"/bin/true\", new[] { \"true\", null });",
+        "    return \"\\\"not replaced\\\"\";",
+        "  }",
+        "}"
+      ].join("\n")
+    }, { entrypoint: "Main" }))
+    expect(await csharp.invoke({ maps: true })).toBeGreaterThan(0)
+    const error = await rejection(csharp.invoke({}))
+    expect(error).toBeInstanceOf(SandboxError.SandboxError)
+    expect(error.reason).toBe("ChildExited")
+    expect(error.message).toContain("exit code 0")
+    await csharp.dispose()
+  })
+
   it("RLIMIT_NPROC is shared by every child of a uid: one tool's processes keep another child from starting", async () => {
     const limits = { ...testOptions.limits, processes: 16 }
     // a uid of its own, so only this runner's processes count
