@@ -79,7 +79,11 @@ export class CallTable {
       orphans = this.waiting.get(k)
       if (orphans !== undefined) this.waiting.delete(k)
     }
-    const end = now()
+    // a call whose start was seen lasts what its record measured from then: the record may arrive
+    // later than the call ended, and a start computed back from its arrival would come after the
+    // starts of the calls it composed
+    const start = call === undefined ? now() - record.duration_ms : call.start
+    const end = start + record.duration_ms
     const children = join(call?.children, orphans)
     const span = call?.span
     if (span !== undefined) {
@@ -87,7 +91,7 @@ export class CallTable {
       if (children !== undefined) CallSpans.emitChildren(this.options.tracer, children, span)
       return
     }
-    const finished: CallSpans.Finished = { record, start: end - record.duration_ms, end, children }
+    const finished: CallSpans.Finished = { record, start, end, children }
     if (call?.remote !== undefined) return CallSpans.emit(this.options.tracer, finished, call.remote)
     if (record.parent_call_id === null) return CallSpans.emit(this.options.tracer, finished, Api.ROOT_CONTEXT)
     this.place(finished, key(record.session_id, record.parent_call_id))
