@@ -19,7 +19,7 @@ import * as path from "node:path"
 import { JsonLinesChild } from "./internal/child.js"
 import type { ChildOwner, RunnerContext } from "./internal/context.js"
 import { runtimeFile } from "./internal/runtimeFiles.js"
-import { packageError, SandboxedVersion, writeShipped } from "./internal/version.js"
+import { packageError, SandboxedVersion, writeVersion } from "./internal/version.js"
 import * as Protocol from "./Protocol.js"
 
 /** @since 0.1.0 @category constants */
@@ -94,22 +94,10 @@ export const activate = async (ctx: RunnerContext, source: CodeRunner.CodeSource
   }
   const runner = await shippedRunner(ctx, python.path, python.cacheTag)
   const versionDir = ctx.dirs.readOnly("v")
-  try {
-    writeShipped(path.join(versionDir, "jitbox_runner.py"), runner.source)
-    if (runner.compiled !== undefined) {
-      const cache = path.join(versionDir, "__pycache__")
-      fs.mkdirSync(cache)
-      fs.chmodSync(cache, 0o755)
-      writeShipped(path.join(cache, runner.compiled.name), runner.compiled.bytes)
-    }
-    const pkg = path.join(versionDir, PackageName)
-    fs.mkdirSync(pkg)
-    fs.chmodSync(pkg, 0o755)
-    ctx.dirs.writeFiles(pkg, source.files)
-  } catch (error) {
-    ctx.dirs.remove(versionDir)
-    throw packageError(source, "InvalidPath", undefined, `cannot write the package: ${(error as Error).message}`)
-  }
+  writeVersion(ctx, source, versionDir, {
+    "jitbox_runner.py": runner.source,
+    ...(runner.compiled === undefined ? {} : { [`__pycache__/${runner.compiled.name}`]: runner.compiled.bytes })
+  }, PackageName)
   const load = Protocol.encodeLine({ _tag: "Load", entrypoint: source.entrypoint })
   const version = new SandboxedVersion(ctx, source, versionDir, (owner) => spawn(ctx, source, versionDir, python.path, owner), load)
   await version.activate(version.spawnFirst(), "__init__.py")

@@ -393,8 +393,8 @@ export const packageError = (
   )
 
 /**
- * Writes a version directory: the files the host ships at its top, the package's files below
- * `packageDir`. Removes the directory and throws `PackageError` (`InvalidPath`) when a write fails.
+ * Writes a version directory: the files the host ships at its top (a name may have one directory,
+ * made readable), the package's files below `packageDir`. Removes the directory and throws `PackageError` (`InvalidPath`) when a write fails.
  */
 export const writeVersion = (
   ctx: RunnerContext,
@@ -404,7 +404,15 @@ export const writeVersion = (
   packageDir: string
 ): void => {
   try {
-    for (const [name, content] of Object.entries(shipped)) writeShipped(path.join(versionDir, name), content)
+    for (const [name, content] of Object.entries(shipped)) {
+      const target = path.join(versionDir, name)
+      const parent = path.dirname(target)
+      if (!fs.existsSync(parent)) {
+        fs.mkdirSync(parent)
+        fs.chmodSync(parent, 0o755)
+      }
+      writeShipped(target, content)
+    }
     const pkg = path.join(versionDir, packageDir)
     fs.mkdirSync(pkg)
     fs.chmodSync(pkg, 0o755)
