@@ -145,6 +145,8 @@ const manageHandlers = (
   tool_errors: ({ name, ...options }) => counted(() => built.toolErrors(name, page(options))),
   snapshot: () => counted(() => built.snapshot()),
   definitions: ({ protocol }) => counted(() => built.definitions(protocol)),
+  publish_tool: ({ as, name }) => counted(() => built.publishTool(name, { as })),
+  load_from_catalog: ({ as, name, version }) => counted(() => changed(built.loadFromCatalog(name, { version, as }))),
   forget: () => onForget === undefined ? Promise.resolve() : onForget()
 })
 

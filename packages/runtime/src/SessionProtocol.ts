@@ -12,6 +12,8 @@
  * | `session.<sid>.manage` | `tool_errors` {name?, offset?, limit?} | a `ToolErrorReport` |
  * | `session.<sid>.manage` | `snapshot` | a `JitHarnessSnapshot` |
  * | `session.<sid>.manage` | `definitions` {protocol} | what to offer a model: `{instructions, tools}` |
+ * | `session.<sid>.manage` | `publish_tool` {name, as?} | the catalog entry published (`PublishedTool`) |
+ * | `session.<sid>.manage` | `load_from_catalog` {name, version?, as?} | `{name, status, version_id}` |
  * | `session.<sid>.manage` | `forget` | none; the session is released after the reply |
  * | `sessions.activate` | `activate` {session_id} | none; the session serves its subjects |
  *
@@ -21,7 +23,7 @@
  *
  * @since 0.1.0
  */
-import { Exposure, JitHarnessProfile, JitHarnessSnapshot, SessionDefinitions, ToolAck, ToolCatalog, ToolErrorReport } from "@jitbox/core"
+import { Exposure, JitHarnessProfile, JitHarnessSnapshot, SessionDefinitions, SharedCatalog, ToolAck, ToolCatalog, ToolErrorReport } from "@jitbox/core"
 import type { CreateToolRequest, UpdateToolRequest } from "@jitbox/core"
 import * as Schema from "effect/Schema"
 import * as Envelope from "./Envelope.js"
@@ -127,6 +129,20 @@ export const manage = Protocol.table({
     success: SessionDefinitions,
     method: "definitions",
     args: (protocol: Exposure.ModelProtocol) => ({ protocol })
+  },
+  /** Publishes the installed version of code tool `name` to the namespace's shared catalog (under `as`). */
+  publish_tool: {
+    payload: { name: Schema.String, as: Schema.optional(Schema.String) },
+    success: SharedCatalog.PublishedTool,
+    method: "publishTool",
+    args: (name: string, options?: { readonly as?: string | undefined }) => ({ name, as: options?.as })
+  },
+  /** Installs an approved catalog version, pinned by its id (the newest approved one without `version`). */
+  load_from_catalog: {
+    payload: { name: Schema.String, version: Schema.optional(Schema.String), as: Schema.optional(Schema.String) },
+    success: Schema.Struct({ ...ToolAck.fields, version_id: Schema.String }),
+    method: "loadFromCatalog",
+    args: (name: string, options?: { readonly version?: string | undefined; readonly as?: string | undefined }) => ({ name, version: options?.version, as: options?.as })
   },
   /** Releases the session's in-memory toolbox (LIFE-06); its stored snapshot stays, and its next use activates it again. */
   forget: { payload: {}, success: Schema.Void, method: "forget", args: () => ({}) }

@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError, JitHarnessSnapshot, ThrownValue } from "@jitbox/core"
+import { HarnessError, JitHarnessSnapshot, SharedCatalog, ThrownValue } from "@jitbox/core"
 import { SandboxError } from "@jitbox/sandbox"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
@@ -45,6 +45,7 @@ export const WireError = Schema.Union(
   HarnessError.HarnessReleased,
   HarnessError.ToolFailure,
   JitHarnessSnapshot.SnapshotError,
+  SharedCatalog.CatalogError,
   SandboxError.SandboxError,
   TransportError,
   ProtocolError,

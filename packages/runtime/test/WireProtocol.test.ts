@@ -4,7 +4,7 @@
  * sends that this version cannot decode is a ProtocolError, and values are bounded before they are
  * sent.
  */
-import { HarnessError, JitHarnessSnapshot } from "@jitbox/core"
+import { HarnessError, JitHarnessSnapshot, SharedCatalog } from "@jitbox/core"
 import { SandboxError } from "@jitbox/sandbox"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -52,6 +52,7 @@ const everyError: ReadonlyArray<WireError.WireError> = [
   new HarnessError.HarnessReleased({ sessionId: "s1", operation: "calling 't'" }),
   new HarnessError.ToolFailure({ toolName: "t", errorType: "ValueError", detail: "bad value", cause: undefined }),
   new JitHarnessSnapshot.SnapshotError({ reason: "Activation", detail: "does not compile" }),
+  new SharedCatalog.CatalogError({ name: "slugify", reason: "NotApproved", detail: "version v_1 is proposed; only approved versions load" }),
   new SandboxError.SandboxError({ reason: "ChildExited", toolName: "t", detail: "the child exited" }),
   new TransportError({ reason: "Busy", subject, detail: "64 requests run" }),
   new ProtocolError({ reason: "Version", subject, detail: "the message is of protocol version 1; this runtime speaks version 2" }),
@@ -60,7 +61,7 @@ const everyError: ReadonlyArray<WireError.WireError> = [
 ]
 
 describe("wire errors", () => {
-  it("the union holds every harness error, ToolFailure, SnapshotError, SandboxError, TransportError, ProtocolError, RemoteExecutionError and OwnershipError", () => {
+  it("the union holds every harness error, ToolFailure, SnapshotError, CatalogError, SandboxError, TransportError, ProtocolError, RemoteExecutionError and OwnershipError", () => {
     assert.deepStrictEqual(
       WireError.WireError.members.map((member) => member._tag).sort(),
       everyError.map((error) => error._tag).sort()
