@@ -38,7 +38,7 @@ const counting = (afterReturn: string) =>
 describe("the back channel", () => {
   it("a child that sends nested calls and never reads their answers is killed past the unread bound (LimitExceeded)", async () => {
     // the timeout and the CPU limit are far off: on a loaded machine handling 400 calls must not
-    // outlast them while the child spins
+    // outlast them while the child waits
     const runner = makeRunner({ shortTimeoutSeconds: 90, limits: { ...testOptions.limits, cpuSeconds: 120 } })
     const answer = "x".repeat(200_000)
     const heapBefore = process.memoryUsage().heapUsed
@@ -50,8 +50,8 @@ describe("the back channel", () => {
         `export const main = tool({ description: "d" }, () => {`,
         // the first invocation of a fresh child is "1"; a synchronous loop never lets the child read
         `  for (let i = 0; i < 400; i++) put('{"_tag":"CallTool","requestId":"r' + i + '","invocationId":"1","name":"big","args":{}}\\n')`,
-        `  const until = Date.now() + 120000`,
-        `  while (Date.now() < until) {}`,
+        // blocked without spinning (a spinning child takes a whole CPU from the host handling its calls)
+        `  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 120000)`,
         `  return "finished"`,
         `})`
       ].join("\n")
