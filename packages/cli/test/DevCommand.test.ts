@@ -56,6 +56,11 @@ beforeAll(async () => {
 }, 180_000)
 
 afterAll(async () => {
+  // SIGINT first, so that a jitbox dev still running (its own test skipped or failed) stops the
+  // processes it started; SIGKILL would leave them behind
+  const running = [dev, ...others].filter((child): child is CliProcess => child !== undefined && child.child.exitCode === null && child.child.signalCode === null)
+  for (const child of running) child.child.kill("SIGINT")
+  await Promise.race([Promise.all(running.map((child) => child.exited())), new Promise((resolve) => setTimeout(resolve, 30_000))])
   for (const child of [dev, ...others]) child?.kill()
   if (scope !== undefined) await Effect.runPromise(Scope.close(scope, Exit.void))
 }, 60_000)
