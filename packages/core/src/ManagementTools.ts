@@ -232,10 +232,10 @@ export const inspectionToolNames: ReadonlySet<string> = new Set(
  * @since 0.1.0
  * @category constants
  */
-export const changingToolNames: ReadonlySet<ManagementToolName> = new Set(["create_tool", "update_tool", "unload_tool", "load_tool"])
+export const changingToolNames: ReadonlySet<string> = new Set(["create_tool", "update_tool", "unload_tool", "load_tool", "load_from_catalog"])
 
 /** Whether a call of the management tool `name` changes the toolbox when it succeeds. @since 0.1.0 @category predicates */
-export const changesToolbox = (name: string): boolean => (changingToolNames as ReadonlySet<string>).has(name) || name === "load_from_catalog"
+export const changesToolbox = (name: string): boolean => changingToolNames.has(name)
 
 /**
  * @since 0.1.0
